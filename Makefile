@@ -1,0 +1,34 @@
+# The two commands of the README:
+#   make run   -- install and serve the embedded default on 127.0.0.1:8000
+#   make test  -- install with dev extras and run the whole suite
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+HOST ?= 127.0.0.1:8000
+
+.PHONY: run test install install-dev lint clean
+
+$(PY):
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+
+install: $(PY)
+	$(PY) -m pip install --quiet -e .
+
+install-dev: $(PY)
+	$(PY) -m pip install --quiet -e '.[dev]'
+
+run: install
+	DEBUG=1 $(PY) manage.py migrate --noinput
+	DEBUG=1 $(PY) manage.py demo
+	DEBUG=1 $(PY) manage.py serve $(HOST)
+
+test: install-dev
+	$(PY) -m pytest $(PYTEST_ARGS)
+
+lint: install-dev
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+clean:
+	rm -rf $(VENV) db.sqlite3* test_db*.sqlite3* *.egg-info

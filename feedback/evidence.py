@@ -1,0 +1,63 @@
+"""Evidence normalisation, limits and the snapshot hash (SPEC §2)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+from django.conf import settings
+
+
+class EvidenceTooLarge(ValueError):
+    """Evidence over a size limit: the API answers 413 and stores nothing."""
+
+
+def normalize_evidence(raw: dict[str, Any]) -> dict[str, Any]:
+    """Fill the optional keys with their empty values (SPEC §2): missing
+    ``report`` → "", ``files`` → {}, ``ci`` → null, provenance → ""."""
+    return {
+        "report": raw.get("report") or "",
+        "files": dict(raw.get("files") or {}),
+        "ci": raw.get("ci") or None,
+        "head_sha": raw.get("head_sha") or "",
+        "repo_url": raw.get("repo_url") or "",
+    }
+
+
+def _utf8_len(text: str) -> int:
+    return len(text.encode("utf-8"))
+
+
+def check_evidence_limits(evidence: dict[str, Any]) -> None:
+    """Raise EvidenceTooLarge naming the limit that was crossed (SPEC §2:
+    1 MiB total, 200 files, 256 KiB per file)."""
+    files = evidence["files"]
+    if len(files) > settings.EVIDENCE_MAX_FILES:
+        raise EvidenceTooLarge(
+            f"evidence.files has {len(files)} files; at most {settings.EVIDENCE_MAX_FILES} are allowed"
+        )
+    for path, text in files.items():
+        size = _utf8_len(text)
+        if size > settings.EVIDENCE_MAX_FILE_BYTES:
+            raise EvidenceTooLarge(
+                f"evidence.files[{path[:80]!r}] is {size} bytes; at most "
+                f"{settings.EVIDENCE_MAX_FILE_BYTES} bytes per file are allowed"
+            )
+    total = _utf8_len(json.dumps(evidence, ensure_ascii=False, separators=(",", ":")))
+    if total > settings.EVIDENCE_MAX_BYTES:
+        raise EvidenceTooLarge(
+            f"evidence is {total} bytes; at most {settings.EVIDENCE_MAX_BYTES} bytes are allowed"
+        )
+
+
+def snapshot_hash(evidence: dict[str, Any]) -> str:
+    """SHA-256 of the canonical JSON of {report, files, ci} (SPEC §2);
+    ``head_sha`` and ``repo_url`` are provenance and do not take part."""
+    canonical = json.dumps(
+        {"report": evidence["report"], "files": evidence["files"], "ci": evidence["ci"]},
+        sort_keys=True,
+        ensure_ascii=False,
+        separators=(",", ":"),
+    )
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()

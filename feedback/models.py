@@ -1,0 +1,173 @@
+"""Submissions and immutable review attempts (SPEC §2).
+
+Order is decided by server-assigned sequence numbers only: ``submission_seq``
+and ``attempt_seq`` come from a counter row updated inside the inserting
+transaction, so they are gapless, follow commit order and are never reused
+(SPEC §11: identity columns are neither).
+"""
+
+from __future__ import annotations
+
+import uuid
+
+from django.conf import settings
+from django.db import models
+from django.db.models import F, Q
+
+from tutor.models import Rubric, Task
+
+
+class Counter(models.Model):
+    """One row per sequence. Incremented with an UPDATE in the transaction that
+    inserts the numbered row: the row lock (PostgreSQL) or the IMMEDIATE write
+    lock (SQLite) makes concurrent inserts take numbers in commit order."""
+
+    name = models.CharField(max_length=32, primary_key=True)
+    value = models.BigIntegerField(default=0)
+
+    def __str__(self) -> str:
+        return f"{self.name}={self.value}"
+
+
+class CiSource(models.TextChoices):
+    STUDENT = "student"  # the student's own claim about CI: basis self_report
+    SERVICE = "service"  # reported by the course's CI integration: basis ci
+
+
+class Submission(models.Model):
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    student = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="submissions"
+    )
+    task = models.ForeignKey(Task, on_delete=models.PROTECT, related_name="submissions")
+    submission_seq = models.BigIntegerField(unique=True, editable=False)
+    previous = models.OneToOneField(
+        "self", null=True, blank=True, on_delete=models.PROTECT, related_name="next"
+    )
+    evidence = models.JSONField()
+    snapshot_hash = models.CharField(max_length=64)
+    ci_source = models.CharField(max_length=16, choices=CiSource.choices)
+    submitted_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-submission_seq"]
+        indexes = [
+            # "latest submission of (student, task)" -- SPEC §3
+            models.Index(fields=["student", "task", "-submission_seq"], name="submission_latest_idx"),
+        ]
+        constraints = [
+            models.CheckConstraint(condition=Q(submission_seq__gt=0), name="submission_seq_positive"),
+            models.CheckConstraint(
+                condition=Q(ci_source__in=["student", "service"]), name="submission_ci_source_valid"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"submission #{self.submission_seq}"
+
+
+class AttemptStatus(models.TextChoices):
+    QUEUED = "queued"
+    RUNNING = "running"
+    COMPLETED = "completed"
+    UNAVAILABLE = "unavailable"
+    INVALID = "invalid"
+
+
+TERMINAL_STATUSES = (AttemptStatus.COMPLETED, AttemptStatus.UNAVAILABLE, AttemptStatus.INVALID)
+
+
+class ErrorCode(models.TextChoices):
+    REVIEW_UNAVAILABLE = "REVIEW_UNAVAILABLE"
+    REVIEW_CONFIG_ERROR = "REVIEW_CONFIG_ERROR"
+    WORKER_LOST = "WORKER_LOST"
+    TIME_LIMIT = "TIME_LIMIT"
+    INTERNAL_ERROR = "INTERNAL_ERROR"
+    MODEL_OUTPUT_INVALID = "MODEL_OUTPUT_INVALID"
+
+
+class AttemptKind(models.TextChoices):
+    REVIEW = "review"  # the pipeline reviews the evidence
+    STAFF_VERDICT = "staff_verdict"  # staff settle or overrule criteria
+
+
+class TerminalAttemptError(RuntimeError):
+    """Raised when code tries to change a review attempt that has finished."""
+
+
+class ReviewAttempt(models.Model):
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    submission = models.ForeignKey(Submission, on_delete=models.PROTECT, related_name="attempts")
+    attempt_seq = models.BigIntegerField(unique=True, editable=False)
+    kind = models.CharField(max_length=16, choices=AttemptKind.choices, default=AttemptKind.REVIEW)
+    # Versions are stamped at creation (SPEC §2); "current" compares against them.
+    rubric = models.ForeignKey(Rubric, on_delete=models.PROTECT, related_name="attempts")
+    rubric_version = models.CharField(max_length=64)
+    rubric_hash = models.CharField(max_length=64)
+    prompt_version = models.CharField(max_length=64)
+    engine_version = models.CharField(max_length=64)
+    model = models.CharField(max_length=200)  # provenance only: never makes an attempt stale
+    status = models.CharField(max_length=16, choices=AttemptStatus.choices, default=AttemptStatus.QUEUED)
+    result = models.JSONField(null=True, blank=True)
+    reused_from = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.PROTECT, related_name="reuses"
+    )
+    error_code = models.CharField(max_length=32, choices=ErrorCode.choices, blank=True)
+    error_detail = models.TextField(blank=True)
+    generation_attempts = models.PositiveSmallIntegerField(default=0)
+    forced = models.BooleanField(default=False)
+    requested_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    correlation_id = models.CharField(max_length=64, blank=True)
+    # Claiming (SPEC §2): a worker owns the attempt while ``claim`` holds its token.
+    claim = models.UUIDField(null=True, blank=True)
+    claimed_at = models.DateTimeField(null=True, blank=True)
+    claim_count = models.PositiveSmallIntegerField(default=0)
+    lost_count = models.PositiveSmallIntegerField(default=0)
+    dispatched_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-attempt_seq"]
+        indexes = [
+            models.Index(fields=["submission", "-attempt_seq"], name="attempt_newest_idx"),
+            models.Index(fields=["status", "created_at"], name="attempt_sweep_idx"),
+        ]
+        constraints = [
+            models.CheckConstraint(condition=Q(attempt_seq__gt=0), name="attempt_seq_positive"),
+            models.CheckConstraint(
+                condition=Q(status__in=[s.value for s in AttemptStatus]), name="attempt_status_valid"
+            ),
+            # A terminal attempt has a finish time; a completed one has a result.
+            models.CheckConstraint(
+                condition=Q(status__in=["queued", "running"]) | Q(finished_at__isnull=False),
+                name="attempt_terminal_has_finished_at",
+            ),
+            models.CheckConstraint(
+                condition=~Q(status="completed") | Q(result__isnull=False),
+                name="attempt_completed_has_result",
+            ),
+            models.CheckConstraint(
+                condition=Q(reused_from__isnull=True) | ~Q(reused_from=F("id")),
+                name="attempt_not_reused_from_itself",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"attempt #{self.attempt_seq} ({self.status})"
+
+    def save(self, *args, **kwargs):
+        # Terminal attempts are history (SPEC §2). The database trigger of
+        # migration 0002 backs this for writes that bypass save().
+        if not self._state.adding:
+            stored = ReviewAttempt.objects.filter(pk=self.pk).values_list("status", flat=True).first()
+            if stored in TERMINAL_STATUSES:
+                raise TerminalAttemptError(f"review attempt {self.pk} is {stored} and immutable")
+        super().save(*args, **kwargs)
+
+    @property
+    def is_terminal(self) -> bool:
+        return self.status in TERMINAL_STATUSES

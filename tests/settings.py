@@ -1,0 +1,14 @@
+"""Test settings: overrides of tutor.settings, never a fork of it."""
+
+import os
+
+os.environ.setdefault("SECRET_KEY", "test-secret-key-not-for-production")
+
+from tutor.settings import *  # noqa: E402,F403
+from tutor.settings import BASE_DIR, DATABASES  # noqa: E402
+
+PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+# Threads in concurrency tests need a database file they can all open; an
+# in-memory SQLite database is private to one connection.
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    DATABASES["default"]["TEST"] = {"NAME": str(BASE_DIR / f"test_db_{os.getpid()}.sqlite3")}

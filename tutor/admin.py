@@ -1,0 +1,63 @@
+from django.contrib import admin
+
+from tutor.admin_scoping import CourseScopedAdmin, ReadOnlyAdmin
+from tutor.models import Course, Enrollment, ModelCall, Rubric, Task
+
+
+class RubricInline(admin.TabularInline):
+    model = Rubric
+    fields = ["version", "content_hash", "criteria", "created_at"]
+    readonly_fields = fields
+    extra = 0
+    can_delete = False
+    show_change_link = True
+
+    def has_add_permission(self, request, obj=None):
+        return False
+
+
+@admin.register(Course)
+class CourseAdmin(CourseScopedAdmin):
+    course_path = "id"
+    list_display = ["slug", "title", "created_at"]
+    search_fields = ["slug", "title"]
+
+
+@admin.register(Task)
+class TaskAdmin(CourseScopedAdmin):
+    list_display = ["slug", "title", "course", "current_rubric"]
+    list_filter = ["course"]
+    list_select_related = ["course", "current_rubric"]
+    search_fields = ["slug", "title"]
+    # Rubrics change only through import_course: a version is never edited.
+    readonly_fields = ["current_rubric"]
+    inlines = [RubricInline]
+
+
+@admin.register(Rubric)
+class RubricAdmin(CourseScopedAdmin, ReadOnlyAdmin):
+    course_path = "task__course_id"
+    list_display = ["task", "version", "content_hash", "created_at"]
+    list_filter = ["task__course"]
+    list_select_related = ["task", "task__course"]
+
+
+@admin.register(Enrollment)
+class EnrollmentAdmin(CourseScopedAdmin):
+    list_display = ["user", "course", "role", "created_at"]
+    list_filter = ["course", "role"]
+    list_select_related = ["user", "course"]
+    search_fields = ["user__username"]
+    autocomplete_fields = ["user"]
+
+
+@admin.register(ModelCall)
+class ModelCallAdmin(ReadOnlyAdmin):
+    list_display = ["created_at", "purpose", "status", "model", "latency_ms", "correlation_id"]
+    list_filter = ["purpose", "status"]
+    search_fields = ["correlation_id"]
+    date_hierarchy = "created_at"
+
+    def has_view_permission(self, request, obj=None):
+        # Prompts may quote any course's student work: superusers only.
+        return request.user.is_superuser

@@ -1,0 +1,40 @@
+from django.core.management.base import BaseCommand, CommandError
+
+from tutor.coursefile import CourseFileError, course_import, load_course_file, validate_course
+
+
+class Command(BaseCommand):
+    help = "Create or update a course from a JSON or YAML course file (idempotent)."
+
+    def add_arguments(self, parser):
+        parser.add_argument("file", help="path to a .json, .yaml or .yml course file")
+        parser.add_argument(
+            "--rereview",
+            action="store_true",
+            help="queue a new review attempt for every student's latest submission of each "
+            "task whose rubric changed",
+        )
+
+    def handle(self, *args, file, rereview, **options):
+        try:
+            spec = validate_course(load_course_file(file))
+            report = course_import(spec=spec)
+        except CourseFileError as exc:
+            raise CommandError(f"invalid course file: {exc}") from None
+        out = self.stdout
+        out.write(f"course {report.course.slug}: {len(spec.tasks)} tasks")
+        for label, slugs in (
+            ("created", report.created_tasks),
+            ("updated", report.updated_tasks),
+            ("unchanged", report.unchanged_tasks),
+        ):
+            if slugs:
+                out.write(f"  {label}: {', '.join(slugs)}")
+        for task in report.rubric_changed:
+            out.write(f"  new rubric version for {task.slug}: {task.current_rubric.version}")
+        if rereview:
+            from feedback.services import rereview_latest_submissions
+
+            for task in report.rubric_changed:
+                count = rereview_latest_submissions(task=task)
+                out.write(f"  re-review queued for {count} submissions of {task.slug}")

@@ -1,0 +1,129 @@
+"""Course content, enrolments and the model-call audit (SPEC §1, §4, §9)."""
+
+from __future__ import annotations
+
+import uuid
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+
+
+class Course(models.Model):
+    slug = models.SlugField(max_length=64, unique=True)
+    title = models.CharField(max_length=200)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["slug"]
+
+    def __str__(self) -> str:
+        return self.slug
+
+
+class Task(models.Model):
+    course = models.ForeignKey(Course, on_delete=models.CASCADE, related_name="tasks")
+    slug = models.SlugField(max_length=64)
+    title = models.CharField(max_length=200)
+    goal = models.TextField(blank=True)
+    steps = models.JSONField(default=list, blank=True)
+    materials = models.TextField(blank=True)
+    tags = models.JSONField(default=list, blank=True)
+    position = models.PositiveIntegerField(default=0)
+    # The rubric version new review attempts are stamped with; older versions
+    # stay in Rubric so earlier attempts keep their meaning (SPEC §1, §3).
+    current_rubric = models.ForeignKey(
+        "Rubric", null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+
+    class Meta:
+        ordering = ["course_id", "position", "slug"]
+        constraints = [models.UniqueConstraint(fields=["course", "slug"], name="task_unique_slug_per_course")]
+
+    def __str__(self) -> str:
+        return f"{self.course.slug}/{self.slug}"
+
+
+class Rubric(models.Model):
+    """One version of a task's rubric. Never edited: a change is a new version.
+
+    ``criteria`` is a list of ``{id, kind, text, check}`` validated by
+    :func:`tutor.coursefile.validate_criteria`; ``content_hash`` is the
+    canonical hash of that list, stamped on every review attempt.
+    """
+
+    task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="rubrics")
+    version = models.CharField(max_length=64)
+    criteria = models.JSONField()
+    content_hash = models.CharField(max_length=64)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["task_id", "created_at", "id"]
+        constraints = [
+            models.UniqueConstraint(fields=["task", "version"], name="rubric_unique_version_per_task")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.task} rubric {self.version}"
+
+
+class Enrollment(models.Model):
+    class Role(models.TextChoices):
+        STUDENT = "student"
+        STAFF = "staff"
+        SERVICE = "service"  # a CI integration submitting on students' behalf
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="enrollments")
+    course = models.ForeignKey(Course, on_delete=models.CASCADE, related_name="enrollments")
+    role = models.CharField(max_length=16, choices=Role.choices, default=Role.STUDENT)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["course_id", "user_id"]
+        constraints = [
+            models.UniqueConstraint(fields=["user", "course"], name="enrollment_unique_user_course"),
+            models.CheckConstraint(
+                condition=Q(role__in=["student", "staff", "service"]), name="enrollment_role_valid"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.user} in {self.course} as {self.role}"
+
+
+class ModelCall(models.Model):
+    """Audit row of one request to the language model (SPEC §4): what was sent,
+    what came back, how long it took. Kept for ``MODEL_CALL_RETENTION_DAYS``."""
+
+    class Purpose(models.TextChoices):
+        REVIEW = "review"
+        TUTOR = "tutor"
+        CLASSIFICATION = "classification"
+
+    class Status(models.TextChoices):
+        OK = "ok"
+        HTTP_ERROR = "http_error"
+        TIMEOUT = "timeout"
+        CONNECTION_ERROR = "connection_error"
+        BAD_RESPONSE = "bad_response"
+        OFFLINE = "offline"
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    purpose = models.CharField(max_length=16, choices=Purpose.choices)
+    correlation_id = models.CharField(max_length=64, db_index=True)
+    model = models.CharField(max_length=200)
+    request_messages = models.JSONField()
+    response_text = models.TextField(blank=True)
+    response_json = models.JSONField(null=True, blank=True)
+    status = models.CharField(max_length=16, choices=Status.choices)
+    http_status = models.PositiveSmallIntegerField(null=True, blank=True)
+    error = models.TextField(blank=True)
+    latency_ms = models.PositiveIntegerField(default=0)
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"{self.purpose} {self.status} {self.created_at:%Y-%m-%d %H:%M:%S}"

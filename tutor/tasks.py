@@ -1,0 +1,10 @@
+"""Periodic maintenance tasks of the tutor app."""
+
+from celery import shared_task
+
+
+@shared_task(name="tutor.tasks.purge_model_calls")
+def purge_model_calls() -> int:
+    from tutor.llm import model_calls_purge
+
+    return model_calls_purge()

@@ -1,0 +1,22 @@
+from django.contrib import admin
+from django.urls import include, path
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+from rest_framework.routers import DefaultRouter
+
+from tutor import views
+
+router = DefaultRouter(trailing_slash=True)
+router.include_root_view = False
+router.register("courses", views.CourseViewSet, basename="course")
+router.register("tasks", views.TaskViewSet, basename="task")
+
+urlpatterns = [
+    path("admin/", admin.site.urls),
+    path("healthz", views.healthz, name="healthz"),
+    path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
+    path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="docs"),
+    path("api/", include(router.urls)),
+]
+
+handler404 = "tutor.handlers.not_found"
+handler500 = "tutor.handlers.server_error"

@@ -1,0 +1,66 @@
+"""Course content endpoints and the health check (SPEC §7)."""
+
+from __future__ import annotations
+
+import django_filters
+from drf_spectacular.utils import extend_schema, inline_serializer
+from rest_framework import mixins, serializers, viewsets
+from rest_framework.decorators import api_view, authentication_classes, permission_classes
+from rest_framework.permissions import AllowAny
+from rest_framework.response import Response
+
+from tutor import access
+from tutor.health import health_report
+from tutor.models import Task
+from tutor.serializers import CourseSerializer, TaskSerializer
+
+
+class CourseViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
+    serializer_class = CourseSerializer
+
+    def get_queryset(self):
+        return access.visible_courses(self.request.user).order_by("slug")
+
+
+class TaskFilter(django_filters.FilterSet):
+    course = django_filters.NumberFilter(field_name="course_id")
+    course_slug = django_filters.CharFilter(field_name="course__slug")
+
+    class Meta:
+        model = Task
+        fields = ["course", "course_slug"]
+
+
+class TaskViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
+    serializer_class = TaskSerializer
+    filterset_class = TaskFilter
+
+    def get_queryset(self):
+        return access.visible_tasks(self.request.user).order_by("course_id", "position", "slug")
+
+
+_check = serializers.ChoiceField(choices=["ok", "down", "not_configured"])
+
+
+@extend_schema(
+    responses={
+        (200, "application/json"): inline_serializer(
+            "Health",
+            {
+                "status": serializers.ChoiceField(choices=["ok", "degraded"]),
+                "checks": inline_serializer(
+                    "HealthChecks", {"database": _check, "broker": _check, "worker": _check}
+                ),
+            },
+        ),
+    },
+    auth=[],
+)
+@api_view(["GET"])
+@authentication_classes([])
+@permission_classes([AllowAny])
+def healthz(request):
+    """Reachability of the database, the broker and a worker; 503 when a
+    configured dependency is down (not configured is not down)."""
+    report = health_report()
+    return Response(report, status=200 if report["status"] == "ok" else 503)
