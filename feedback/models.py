@@ -85,6 +85,7 @@ class ErrorCode(models.TextChoices):
     TIME_LIMIT = "TIME_LIMIT"
     INTERNAL_ERROR = "INTERNAL_ERROR"
     MODEL_OUTPUT_INVALID = "MODEL_OUTPUT_INVALID"
+    EVIDENCE_INVALID = "EVIDENCE_INVALID"
 
 
 class AttemptKind(models.TextChoices):

@@ -3,12 +3,15 @@ from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 from rest_framework.routers import DefaultRouter
 
+from feedback import api as feedback_api
 from tutor import views
 
-router = DefaultRouter(trailing_slash=True)
+router = DefaultRouter(trailing_slash=True, use_regex_path=False)
 router.include_root_view = False
 router.register("courses", views.CourseViewSet, basename="course")
 router.register("tasks", views.TaskViewSet, basename="task")
+router.register("submissions", feedback_api.SubmissionViewSet, basename="submission")
+router.register("review-attempts", feedback_api.ReviewAttemptViewSet, basename="review-attempt")
 
 urlpatterns = [
     path("admin/", admin.site.urls),

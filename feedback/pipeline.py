@@ -1,0 +1,158 @@
+"""The review pipeline for one attempt (SPEC §2).
+
+precheck evidence → machine checks → semantic criteria through the model →
+aggregation in code. Whatever happens, the attempt ends in exactly one
+terminal state, and a provider outage or a malformed model answer never
+becomes a student FAIL.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from celery.exceptions import SoftTimeLimitExceeded
+from django.conf import settings
+
+from feedback.checks import run_machine_check
+from feedback.models import AttemptStatus, ErrorCode, ReviewAttempt
+from feedback.results import Basis, Verdict, aggregate_overall, criterion_result, default_next_step
+from feedback.reviewer import review_semantic
+from feedback.services import attempt_claim, attempt_complete, attempt_failed
+from tutor import llm
+from tutor.middleware import reset_correlation_id, set_correlation_id
+
+log = logging.getLogger(__name__)
+
+NOT_CONFIGURED_REASON = "semantic review not configured"
+NO_CHECK_REASON = "no automatic check for this criterion: staff review needed"
+
+
+class ReviewInvalid(Exception):
+    """The review could not produce a valid record (attempt ``invalid``)."""
+
+    def __init__(self, error_code: str, detail: str, generations: int = 0):
+        super().__init__(detail)
+        self.error_code = error_code
+        self.generations = generations
+
+
+def precheck(evidence: object) -> None:
+    """The stored evidence has the normalised shape of SPEC §2."""
+    ok = (
+        isinstance(evidence, dict)
+        and isinstance(evidence.get("report"), str)
+        and isinstance(evidence.get("files"), dict)
+        and all(isinstance(k, str) and isinstance(v, str) for k, v in evidence["files"].items())
+        and (evidence.get("ci") is None or isinstance(evidence.get("ci"), dict))
+    )
+    if not ok:
+        raise ReviewInvalid(ErrorCode.EVIDENCE_INVALID, "stored evidence does not have the expected shape")
+
+
+def build_result(attempt: ReviewAttempt) -> tuple[dict, int]:
+    """The result of reviewing ``attempt``, and how many model generations it took."""
+    submission = attempt.submission
+    evidence = submission.evidence
+    precheck(evidence)
+    criteria = attempt.rubric.criteria
+    results: dict[str, dict] = {}
+    semantic = []
+    for criterion in criteria:
+        checked = run_machine_check(criterion, evidence, submission.ci_source)
+        if checked is not None:
+            results[criterion["id"]] = checked
+        elif (criterion.get("check") or {}).get("type") == "semantic":
+            semantic.append(criterion)
+        else:
+            results[criterion["id"]] = criterion_result(
+                criterion, Verdict.NEED_REVIEW, NO_CHECK_REASON, "", Basis.NONE
+            )
+    next_step = None
+    generations = 0
+    if semantic and not llm.is_configured():
+        for criterion in semantic:
+            results[criterion["id"]] = criterion_result(
+                criterion, Verdict.NEED_REVIEW, NOT_CONFIGURED_REASON, "", Basis.NONE
+            )
+    elif semantic:
+        review = review_semantic(
+            submission.task, semantic, evidence, correlation_id=attempt.correlation_id or str(attempt.pk)
+        )
+        generations = review.loop.generations
+        if review.loop.outcome != "passed":
+            raise ReviewInvalid(
+                ErrorCode.MODEL_OUTPUT_INVALID,
+                f"model output {review.loop.outcome}: " + " | ".join(review.loop.errors)[-1500:],
+                generations,
+            )
+        for criterion in semantic:
+            verdict = review.verdicts[criterion["id"]]
+            results[criterion["id"]] = criterion_result(
+                criterion, verdict["status"], verdict["reason"], verdict["evidence"], Basis.MODEL
+            )
+        next_step = review.next_step
+    ordered = [results[c["id"]] for c in criteria]
+    overall = aggregate_overall(ordered)
+    if next_step is None or overall == Verdict.PASS and not next_step:
+        next_step = default_next_step(ordered)
+    return {"overall": overall, "criteria": ordered, "next_step": next_step}, generations
+
+
+def run_review(attempt_id) -> str | None:
+    """Claim and review one attempt; returns its terminal status, or None when
+    there was nothing to claim (a duplicate delivery, or another worker has it)."""
+    claimed = attempt_claim(attempt_id=attempt_id)
+    if claimed is None:
+        return None
+    attempt, claim = claimed
+    token = set_correlation_id(attempt.correlation_id or None)
+    fail = {"attempt_id": attempt.pk, "claim": claim}
+    try:
+        try:
+            result, generations = build_result(attempt)
+        except ReviewInvalid as exc:
+            attempt_failed(
+                **fail,
+                status=AttemptStatus.INVALID,
+                error_code=exc.error_code,
+                detail=str(exc),
+                generation_attempts=exc.generations,
+            )
+            return AttemptStatus.INVALID
+        except llm.ModelConfigError as exc:
+            attempt_failed(
+                **fail,
+                status=AttemptStatus.UNAVAILABLE,
+                error_code=ErrorCode.REVIEW_CONFIG_ERROR,
+                detail=str(exc),
+            )
+            return AttemptStatus.UNAVAILABLE
+        except llm.ModelUnavailable as exc:
+            attempt_failed(
+                **fail,
+                status=AttemptStatus.UNAVAILABLE,
+                error_code=ErrorCode.REVIEW_UNAVAILABLE,
+                detail=str(exc),
+            )
+            return AttemptStatus.UNAVAILABLE
+        except SoftTimeLimitExceeded:
+            attempt_failed(
+                **fail,
+                status=AttemptStatus.UNAVAILABLE,
+                error_code=ErrorCode.TIME_LIMIT,
+                detail=f"review exceeded {settings.REVIEW_SOFT_TIME_LIMIT}s",
+            )
+            return AttemptStatus.UNAVAILABLE
+        except Exception as exc:
+            log.exception("review of attempt %s failed", attempt.pk)
+            attempt_failed(
+                **fail,
+                status=AttemptStatus.UNAVAILABLE,
+                error_code=ErrorCode.INTERNAL_ERROR,
+                detail=f"{type(exc).__name__}: {exc}",
+            )
+            return AttemptStatus.UNAVAILABLE
+        attempt_complete(**fail, result=result, generation_attempts=generations)
+        return AttemptStatus.COMPLETED
+    finally:
+        reset_correlation_id(token)

@@ -1,0 +1,152 @@
+from __future__ import annotations
+
+from django.conf import settings
+from drf_spectacular.utils import extend_schema_field
+from rest_framework import serializers
+
+from feedback.models import ReviewAttempt, Submission
+from feedback.results import Verdict
+
+EVIDENCE_KEYS = {"report", "files", "ci", "head_sha", "repo_url"}
+FILE_PATH_MAX_CHARS = 1024
+LOG_TAIL_MAX_CHARS = 64 * 1024
+VERDICT_REASON_MAX_CHARS = 2000
+
+
+class CiSerializer(serializers.Serializer):
+    status = serializers.ChoiceField(choices=["passed", "failed"])
+    exit_code = serializers.IntegerField(
+        required=False, allow_null=True, min_value=-(2**31), max_value=2**31 - 1
+    )
+    log_tail = serializers.CharField(
+        required=False, allow_blank=True, trim_whitespace=False, max_length=LOG_TAIL_MAX_CHARS
+    )
+
+    def to_internal_value(self, data):
+        if isinstance(data, dict):
+            unknown = set(data) - {"status", "exit_code", "log_tail"}
+            if unknown:
+                raise serializers.ValidationError(f"unknown keys: {', '.join(sorted(map(str, unknown)))}")
+        value = super().to_internal_value(data)
+        return {
+            "status": value["status"],
+            "exit_code": value.get("exit_code"),
+            "log_tail": value.get("log_tail", ""),
+        }
+
+
+class EvidenceSerializer(serializers.Serializer):
+    """Evidence of SPEC §2; every key optional. Sizes are checked after the
+    shape (feedback.evidence.check_evidence_limits → 413)."""
+
+    report = serializers.CharField(required=False, allow_blank=True, trim_whitespace=False)
+    files = serializers.DictField(
+        child=serializers.CharField(allow_blank=True, trim_whitespace=False), required=False
+    )
+    ci = CiSerializer(required=False, allow_null=True)
+    head_sha = serializers.CharField(required=False, allow_blank=True, max_length=64)
+    repo_url = serializers.CharField(required=False, allow_blank=True, max_length=2000)
+
+    def to_internal_value(self, data):
+        if isinstance(data, dict):
+            unknown = set(data) - EVIDENCE_KEYS
+            if unknown:
+                allowed = ", ".join(sorted(EVIDENCE_KEYS))
+                names = ", ".join(sorted(map(str, unknown)))
+                raise serializers.ValidationError(f"unknown keys: {names}; allowed: {allowed}")
+        return super().to_internal_value(data)
+
+    def validate_files(self, files):
+        if len(files) > settings.EVIDENCE_MAX_FILES:
+            # Counted again as a size limit (413) by the service; refusing here
+            # would turn an oversize request into a 400.
+            return files
+        for path in files:
+            if not path or len(path) > FILE_PATH_MAX_CHARS or "\x00" in path:
+                raise serializers.ValidationError(
+                    f"file paths must be 1-{FILE_PATH_MAX_CHARS} characters without NUL"
+                )
+        return files
+
+
+class SubmissionCreateSerializer(serializers.Serializer):
+    task = serializers.IntegerField(min_value=1)
+    student = serializers.CharField(required=False, max_length=150)
+    evidence = EvidenceSerializer()
+
+
+class AttemptSerializer(serializers.ModelSerializer):
+    submission = serializers.UUIDField(source="submission_id", read_only=True)
+    reused_from = serializers.UUIDField(source="reused_from_id", read_only=True, allow_null=True)
+    result = serializers.SerializerMethodField()
+
+    class Meta:
+        model = ReviewAttempt
+        fields = [
+            "id",
+            "submission",
+            "attempt_seq",
+            "kind",
+            "status",
+            "rubric_version",
+            "rubric_hash",
+            "prompt_version",
+            "engine_version",
+            "model",
+            "result",
+            "reused_from",
+            "error_code",
+            "generation_attempts",
+            "created_at",
+            "finished_at",
+        ]
+        read_only_fields = fields
+
+    @extend_schema_field(serializers.JSONField(allow_null=True))
+    def get_result(self, attempt: ReviewAttempt):
+        return attempt.result
+
+
+class SubmissionSerializer(serializers.ModelSerializer):
+    task = serializers.IntegerField(source="task_id", read_only=True)
+    student = serializers.CharField(source="student.username", read_only=True)
+    previous = serializers.UUIDField(source="previous_id", read_only=True, allow_null=True)
+    attempts = AttemptSerializer(many=True, read_only=True)
+
+    class Meta:
+        model = Submission
+        fields = [
+            "id",
+            "task",
+            "student",
+            "submission_seq",
+            "previous",
+            "snapshot_hash",
+            "ci_source",
+            "created_at",
+            "evidence",
+            "attempts",
+        ]
+        read_only_fields = fields
+
+
+class ReviewRequestSerializer(serializers.Serializer):
+    force = serializers.BooleanField(default=False)
+
+
+class VerdictItemSerializer(serializers.Serializer):
+    rubric_id = serializers.CharField(max_length=64)
+    status = serializers.ChoiceField(choices=Verdict.choices)
+    reason = serializers.CharField(max_length=VERDICT_REASON_MAX_CHARS)
+
+
+class VerdictSerializer(serializers.Serializer):
+    criteria = VerdictItemSerializer(many=True, allow_empty=False, max_length=200)
+
+    def validate_criteria(self, criteria):
+        seen = set()
+        for i, item in enumerate(criteria):
+            if item["rubric_id"] in seen:
+                raise serializers.ValidationError(f"criteria[{i}]: {item['rubric_id']!r} is given twice")
+            seen.add(item["rubric_id"])
+        return criteria

@@ -1,0 +1,187 @@
+"""The model client: OpenAI-compatible ``/chat/completions`` over httpx (SPEC §2, §4, §11).
+
+Retries live here and nowhere else: HTTP 5xx, 408, 429, timeouts and
+connection errors are retried ``TUTOR_LLM_RETRIES`` times with doubling
+backoff, then raise ModelUnavailable; any other 4xx (bad key, unknown model)
+is a configuration error and is not retried. Every HTTP exchange writes one
+``ModelCall`` audit row.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from datetime import timedelta
+
+import httpx
+from django.conf import settings
+from django.utils import timezone
+
+from tutor.middleware import get_correlation_id
+from tutor.models import ModelCall
+
+log = logging.getLogger(__name__)
+
+RETRYABLE_STATUS = frozenset({408, 429, 500, 502, 503, 504})
+CONNECT_TIMEOUT_SECONDS = 5.0
+# Tests swap the transport (httpx.MockTransport); production uses the default.
+TRANSPORT: httpx.BaseTransport | None = None
+
+
+class ModelError(Exception):
+    """The model could not give an answer; never a verdict about the student."""
+
+
+class ModelUnavailable(ModelError):
+    """The provider failed after bounded retries (5xx, 408, 429, timeouts)."""
+
+
+class ModelConfigError(ModelError):
+    """The provider refused the request itself (bad key, unknown model)."""
+
+
+def is_configured() -> bool:
+    return bool(settings.TUTOR_LLM_BASE_URL)
+
+
+def model_name() -> str:
+    return settings.TUTOR_LLM_MODEL
+
+
+def _client() -> httpx.Client:
+    timeout = httpx.Timeout(
+        settings.TUTOR_LLM_TIMEOUT, connect=min(CONNECT_TIMEOUT_SECONDS, settings.TUTOR_LLM_TIMEOUT)
+    )
+    headers = {"Content-Type": "application/json"}
+    if settings.TUTOR_LLM_API_KEY:
+        headers["Authorization"] = f"Bearer {settings.TUTOR_LLM_API_KEY}"
+    return httpx.Client(timeout=timeout, headers=headers, transport=TRANSPORT)
+
+
+def _record(purpose, correlation_id, messages, started, **fields) -> ModelCall:
+    return ModelCall.objects.create(
+        purpose=purpose,
+        correlation_id=correlation_id,
+        model=settings.TUTOR_LLM_MODEL or "",
+        request_messages=messages,
+        latency_ms=int((time.monotonic() - started) * 1000),
+        **fields,
+    )
+
+
+def _content(body: object) -> str:
+    try:
+        content = body["choices"][0]["message"]["content"]  # type: ignore[index]
+    except (KeyError, IndexError, TypeError):
+        raise ValueError("no choices[0].message.content in the response") from None
+    if not isinstance(content, str):
+        raise ValueError("choices[0].message.content is not a string")
+    return content
+
+
+def chat(
+    messages: list[dict],
+    *,
+    purpose: str,
+    correlation_id: str | None = None,
+    temperature: float = 0.0,
+) -> str:
+    """Send ``messages`` and return the reply text.
+
+    Raises ModelUnavailable or ModelConfigError; never call it inside a
+    database transaction (SPEC §3: no model call happens inside one).
+    """
+    if not is_configured():
+        raise ModelConfigError("no model configured (TUTOR_LLM_BASE_URL is unset)")
+    correlation_id = correlation_id or get_correlation_id()
+    url = settings.TUTOR_LLM_BASE_URL.rstrip("/") + "/chat/completions"
+    payload = {"model": settings.TUTOR_LLM_MODEL, "messages": messages, "temperature": temperature}
+    tries = settings.TUTOR_LLM_RETRIES + 1
+    last_error = ""
+    with _client() as client:
+        for attempt in range(tries):
+            if attempt:
+                time.sleep(settings.TUTOR_LLM_BACKOFF * 2 ** (attempt - 1))
+            started = time.monotonic()
+            try:
+                response = client.post(url, json=payload)
+            except httpx.TimeoutException as exc:
+                last_error = f"timeout after {settings.TUTOR_LLM_TIMEOUT}s ({type(exc).__name__})"
+                _record(
+                    purpose,
+                    correlation_id,
+                    messages,
+                    started,
+                    status=ModelCall.Status.TIMEOUT,
+                    error=last_error,
+                )
+                continue
+            except httpx.TransportError as exc:
+                last_error = f"connection error: {exc}"
+                _record(
+                    purpose, correlation_id, messages, started,
+                    status=ModelCall.Status.CONNECTION_ERROR, error=last_error,
+                )  # fmt: skip
+                continue
+            text = response.text
+            if response.status_code != 200:
+                last_error = f"HTTP {response.status_code}"
+                _record(
+                    purpose, correlation_id, messages, started,
+                    status=ModelCall.Status.HTTP_ERROR, http_status=response.status_code,
+                    response_text=text[:20000], error=last_error,
+                )  # fmt: skip
+                if response.status_code in RETRYABLE_STATUS:
+                    continue
+                raise ModelConfigError(f"the model provider refused the request: HTTP {response.status_code}")
+            try:
+                body = response.json()
+                content = _content(body)
+            except ValueError as exc:
+                _record(
+                    purpose, correlation_id, messages, started,
+                    status=ModelCall.Status.BAD_RESPONSE, http_status=200,
+                    response_text=text[:20000], error=str(exc),
+                )  # fmt: skip
+                raise ModelUnavailable(f"the model provider sent an unreadable response: {exc}") from None
+            _record(
+                purpose, correlation_id, messages, started,
+                status=ModelCall.Status.OK, http_status=200, response_text=content,
+                response_json=body if len(text) < 200_000 else None,
+            )  # fmt: skip
+            return content
+    log.warning("model unavailable after %d tries: %s", tries, last_error)
+    raise ModelUnavailable(f"the model provider is unavailable after {tries} tries: {last_error}")
+
+
+def record_offline_call(
+    messages: list[dict], *, purpose: str, reply: str, correlation_id: str | None = None
+) -> ModelCall:
+    """Audit row for a reply composed by the offline tutor: the request is the
+    one a real model would have received (SPEC §4)."""
+    return ModelCall.objects.create(
+        purpose=purpose,
+        correlation_id=correlation_id or get_correlation_id(),
+        model="offline",
+        request_messages=messages,
+        response_text=reply,
+        status=ModelCall.Status.OFFLINE,
+    )
+
+
+def model_calls_purge(*, now=None) -> int:
+    """Delete ModelCall rows older than ``MODEL_CALL_RETENTION_DAYS``."""
+    cutoff = (now or timezone.now()) - timedelta(days=settings.MODEL_CALL_RETENTION_DAYS)
+    deleted, _ = ModelCall.objects.filter(created_at__lt=cutoff).delete()
+    return deleted
+
+
+def parse_json_reply(text: str) -> object:
+    """JSON from a model reply, tolerating a surrounding Markdown code fence."""
+    stripped = text.strip()
+    if stripped.startswith("```"):
+        stripped = stripped.split("\n", 1)[1] if "\n" in stripped else ""
+        if stripped.rstrip().endswith("```"):
+            stripped = stripped.rstrip()[:-3]
+    return json.loads(stripped)

@@ -1,0 +1,29 @@
+"""Rate limits on write endpoints (SPEC §1 ``TUTOR_THROTTLE_*``, §11).
+
+Throttling is a courtesy, not a security boundary: when the cache (Redis) is
+down the request goes through, so a submission is still stored.
+"""
+
+import logging
+
+from rest_framework.throttling import ScopedRateThrottle
+
+log = logging.getLogger(__name__)
+
+
+class FailOpenScopedRateThrottle(ScopedRateThrottle):
+    def allow_request(self, request, view):
+        try:
+            return super().allow_request(request, view)
+        except Exception:
+            log.warning("throttle cache unavailable; allowing the request", exc_info=True)
+            return True
+
+
+class WriteThrottle(FailOpenScopedRateThrottle):
+    """Throttles only unsafe methods, so reads on the same view stay free."""
+
+    def allow_request(self, request, view):
+        if request.method in ("GET", "HEAD", "OPTIONS"):
+            return True
+        return super().allow_request(request, view)
