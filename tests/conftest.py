@@ -42,3 +42,21 @@ def student_client(student):
 @pytest.fixture
 def staff_client(staff):
     return client_for(staff)
+
+
+@pytest.fixture
+def fake_llm(settings, monkeypatch):
+    """Configure a model and route the real client to a scripted fake."""
+    import httpx
+
+    from tests.fakellm import BASE_URL, MODEL, FakeLLM
+    from tutor import llm
+
+    fake = FakeLLM()
+    settings.TUTOR_LLM_BASE_URL = BASE_URL
+    settings.TUTOR_LLM_MODEL = MODEL
+    settings.TUTOR_LLM_API_KEY = "sk-test"
+    settings.TUTOR_LLM_RETRIES = 2
+    settings.TUTOR_LLM_BACKOFF = 0
+    monkeypatch.setattr(llm, "TRANSPORT", httpx.MockTransport(fake.handler))
+    return fake

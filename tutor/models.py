@@ -127,3 +127,59 @@ class ModelCall(models.Model):
 
     def __str__(self) -> str:
         return f"{self.purpose} {self.status} {self.created_at:%Y-%m-%d %H:%M:%S}"
+
+
+class TutorSession(models.Model):
+    """A student's conversation about one task (SPEC §4). At most one open
+    session per (student, task); ``new`` archives it and starts another."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    student = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="tutor_sessions"
+    )
+    task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="tutor_sessions")
+    archived = models.BooleanField(default=False)
+    # Set while a reply is being produced: a second message meanwhile is a 409.
+    reply_pending_since = models.DateTimeField(null=True, blank=True)
+    message_count = models.PositiveIntegerField(default=0)
+    created_at = models.DateTimeField(auto_now_add=True)
+    archived_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["student", "task"], condition=Q(archived=False), name="tutorsession_one_open_per_task"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"session {self.pk} ({self.student} on {self.task})"
+
+
+class TutorMessage(models.Model):
+    class Role(models.TextChoices):
+        USER = "user"
+        ASSISTANT = "assistant"
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    session = models.ForeignKey(TutorSession, on_delete=models.CASCADE, related_name="messages")
+    # Order within the session, from the session's counter: never timestamps.
+    position = models.PositiveIntegerField()
+    role = models.CharField(max_length=16, choices=Role.choices)
+    content = models.TextField()
+    correlation_id = models.CharField(max_length=64, blank=True)
+    context_meta = models.JSONField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["session_id", "position"]
+        constraints = [
+            models.UniqueConstraint(fields=["session", "position"], name="tutormessage_unique_position"),
+            models.CheckConstraint(
+                condition=Q(role__in=["user", "assistant"]), name="tutormessage_role_valid"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.role} #{self.position} in {self.session_id}"

@@ -1,7 +1,7 @@
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from tutor.models import Course, Task
+from tutor.models import Course, Task, TutorMessage, TutorSession
 
 
 class CourseSerializer(serializers.ModelSerializer):
@@ -45,3 +45,58 @@ class TaskSerializer(serializers.ModelSerializer):
     @extend_schema_field(CriterionSerializer(many=True))
     def get_criteria(self, task: Task):
         return task.current_rubric.criteria if task.current_rubric else []
+
+
+MESSAGE_MAX_CHARS = 8000  # SPEC §4: content 1-8000 characters
+
+
+class SessionSerializer(serializers.ModelSerializer):
+    task = serializers.IntegerField(source="task_id", read_only=True)
+
+    class Meta:
+        model = TutorSession
+        fields = ["id", "task", "created_at", "archived"]
+        read_only_fields = fields
+
+
+class SessionOpenSerializer(serializers.Serializer):
+    task = serializers.IntegerField(min_value=1)
+    new = serializers.BooleanField(default=False)
+
+
+class MessageSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = TutorMessage
+        fields = ["id", "role", "content", "created_at"]
+        read_only_fields = fields
+
+
+class MessageCreateSerializer(serializers.Serializer):
+    content = serializers.CharField(min_length=1, max_length=MESSAGE_MAX_CHARS, trim_whitespace=False)
+
+
+class ContextQuerySerializer(serializers.Serializer):
+    task = serializers.IntegerField(min_value=1)
+    message = serializers.CharField(
+        required=False, min_length=1, max_length=MESSAGE_MAX_CHARS, trim_whitespace=False
+    )
+
+
+class ChatMessageSerializer(serializers.Serializer):
+    role = serializers.ChoiceField(choices=["system", "user", "assistant"])
+    content = serializers.CharField()
+
+
+class ExchangeSerializer(serializers.Serializer):
+    user_message = MessageSerializer()
+    reply = MessageSerializer()
+    context_meta = serializers.JSONField()
+
+
+class ContextSerializer(serializers.Serializer):
+    feedback = serializers.JSONField()
+    messages = ChatMessageSerializer(many=True)
+    lessons = serializers.JSONField()
+    facts = serializers.JSONField()
+    preferences = serializers.JSONField()
+    meta = serializers.JSONField()

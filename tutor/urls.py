@@ -4,7 +4,7 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 from rest_framework.routers import DefaultRouter
 
 from feedback import api as feedback_api
-from tutor import views
+from tutor import session_views, views
 
 router = DefaultRouter(trailing_slash=True, use_regex_path=False)
 router.include_root_view = False
@@ -18,6 +18,13 @@ urlpatterns = [
     path("healthz", views.healthz, name="healthz"),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="docs"),
+    path("api/tutor/sessions/", session_views.SessionOpenView.as_view(), name="tutor-sessions"),
+    path(
+        "api/tutor/sessions/<uuid:session_id>/messages/",
+        session_views.SessionMessagesView.as_view(),
+        name="tutor-session-messages",
+    ),
+    path("api/tutor/context/", session_views.ContextView.as_view(), name="tutor-context"),
     path("api/", include(router.urls)),
 ]
 

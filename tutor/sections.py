@@ -1,0 +1,47 @@
+"""Budgeted text sections of the tutor's system message (SPEC §4).
+
+Every section has its own character budget and reports what it cut, so
+nothing is dropped silently. Budgets are named constants, overridable in
+settings under the same name.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from django.conf import settings
+
+ELLIPSIS = "…"
+TASK_GOAL_CHARS = 1000
+TASK_STEPS_CHARS = 1200
+TASK_CRITERIA_CHARS = 1600
+TASK_MATERIALS_CHARS = 2000
+
+
+def budget(name: str, default: int) -> int:
+    return int(getattr(settings, name, default))
+
+
+def cut(text: str, limit: int) -> tuple[str, bool]:
+    """``text`` cut to at most ``limit`` characters including a trailing "…"."""
+    if len(text) <= limit:
+        return text, False
+    return text[: max(limit - 1, 0)] + ELLIPSIS, True
+
+
+@dataclass
+class Section:
+    name: str
+    text: str
+    used_chars: int = 0
+    budget_chars: int = 0
+    truncated: list[str] = field(default_factory=list)
+    omitted: int = 0
+
+    def meta(self) -> dict:
+        return {
+            "used_chars": self.used_chars,
+            "budget_chars": self.budget_chars,
+            "truncated": self.truncated,
+            "omitted": self.omitted,
+        }

@@ -1,0 +1,164 @@
+"""Tutor sessions, messages and the context preview (SPEC §4, §7)."""
+
+from __future__ import annotations
+
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from rest_framework import status
+from rest_framework.exceptions import ValidationError
+from rest_framework.generics import get_object_or_404
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from tutor import llm
+from tutor.context import assemble_context
+from tutor.errors import Conflict, ServiceUnavailable
+from tutor.models import Enrollment, Task, TutorMessage, TutorSession
+from tutor.pagination import SeqCursorPagination
+from tutor.serializers import (
+    ContextQuerySerializer,
+    ContextSerializer,
+    ExchangeSerializer,
+    MessageCreateSerializer,
+    MessageSerializer,
+    SessionOpenSerializer,
+    SessionSerializer,
+)
+from tutor.sessions import SessionArchived, SessionBusy, earlier_messages, message_send, session_open
+from tutor.throttling import WriteThrottle
+
+
+def student_task(user, task_id: int, field: str = "task") -> Task:
+    """A task of a course the user is enrolled in as a student, or a 400 on ``field``."""
+    task = (
+        Task.objects.select_related("course", "current_rubric")
+        .filter(
+            pk=task_id,
+            course__enrollments__user=user,
+            course__enrollments__role=Enrollment.Role.STUDENT,
+        )
+        .first()
+    )
+    if task is None:
+        raise ValidationError({field: ["not a task of a course you are enrolled in as a student"]})
+    return task
+
+
+def owned_session(user, session_id) -> TutorSession:
+    """The caller's own session; anyone else's is a 404 (SPEC §7)."""
+    return get_object_or_404(
+        TutorSession.objects.select_related("student", "task", "task__course", "task__current_rubric"),
+        pk=session_id,
+        student=user,
+    )
+
+
+class SessionOpenView(APIView):
+    throttle_classes = [WriteThrottle]
+    throttle_scope = "messages"
+
+    @extend_schema(request=SessionOpenSerializer, responses={200: SessionSerializer, 201: SessionSerializer})
+    def post(self, request):
+        """The open session for the task (created if none); ``new`` archives it and starts another."""
+        serializer = SessionOpenSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        task = student_task(request.user, serializer.validated_data["task"])
+        try:
+            session, created = session_open(
+                student=request.user, task=task, new=serializer.validated_data["new"]
+            )
+        except SessionBusy as exc:
+            raise Conflict(str(exc)) from None
+        return Response(
+            SessionSerializer(session).data, status=status.HTTP_201_CREATED if created else status.HTTP_200_OK
+        )
+
+
+class MessagePagination(SeqCursorPagination):
+    ordering = "position"
+
+
+class SessionMessagesView(APIView):
+    throttle_classes = [WriteThrottle]
+    throttle_scope = "messages"
+
+    @extend_schema(responses={200: MessageSerializer(many=True)})
+    def get(self, request, session_id):
+        """The session's history, oldest first."""
+        session = owned_session(request.user, session_id)
+        paginator = MessagePagination()
+        page = paginator.paginate_queryset(TutorMessage.objects.filter(session=session), request, view=self)
+        return paginator.get_paginated_response(MessageSerializer(page, many=True).data)
+
+    @extend_schema(
+        request=MessageCreateSerializer,
+        responses={
+            201: ExchangeSerializer,
+            409: OpenApiResponse(description="A reply is still pending, or the session is archived."),
+            503: OpenApiResponse(description="The model is unavailable; the message is kept."),
+        },
+    )
+    def post(self, request, session_id):
+        """Send a message: the reply is produced from the server-side history
+        and the assembled context; a client's history is never read."""
+        session = owned_session(request.user, session_id)
+        serializer = MessageCreateSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        try:
+            exchange = message_send(
+                session=session,
+                content=serializer.validated_data["content"],
+                correlation_id=request.correlation_id,
+            )
+        except (SessionBusy, SessionArchived) as exc:
+            raise Conflict(str(exc)) from None
+        except llm.ModelError as exc:
+            raise ServiceUnavailable(
+                f"The tutor model is unavailable ({exc}). Your message was saved; please try again later.",
+                code="model_unavailable",
+            ) from None
+        body = {
+            "user_message": MessageSerializer(exchange.user_message).data,
+            "reply": MessageSerializer(exchange.reply).data,
+            "context_meta": exchange.context.meta,
+        }
+        return Response(body, status=status.HTTP_201_CREATED)
+
+
+class ContextView(APIView):
+    @extend_schema(
+        parameters=[
+            OpenApiParameter("task", int, required=True),
+            OpenApiParameter("message", str, required=False),
+        ],
+        responses={200: ContextSerializer},
+    )
+    def get(self, request):
+        """The context a message would be sent with, without calling the model
+        and without side effects (no session is created)."""
+        query = ContextQuerySerializer(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        task = student_task(request.user, query.validated_data["task"])
+        message = query.validated_data.get("message")
+        session_id = (
+            TutorSession.objects.filter(student=request.user, task=task, archived=False)
+            .values_list("id", flat=True)
+            .first()
+        )
+        earlier = earlier_messages(session_id) if session_id else []
+        context = assemble_context(
+            student=request.user,
+            task=task,
+            message=message,
+            earlier=earlier,
+            correlation_id=request.correlation_id,
+        )
+        return Response(
+            {
+                "feedback": context.feedback,
+                "messages": context.messages,
+                "lessons": {"recalled": context.lessons},
+                "facts": context.facts,
+                "preferences": context.preferences,
+                "meta": context.meta,
+            }
+        )

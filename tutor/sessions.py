@@ -1,0 +1,135 @@
+"""Tutor sessions and messages: writes and reads (SPEC §4).
+
+Server-side history is the only truth; a client's copy of it is never read.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from datetime import timedelta
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+from django.db.models import Q
+from django.utils import timezone
+
+from tutor import llm
+from tutor.context import AssembledContext, assemble_context
+from tutor.history import history_limits
+from tutor.models import Task, TutorMessage, TutorSession
+from tutor.offline import offline_reply
+
+log = logging.getLogger(__name__)
+
+# A reply still pending after this long belongs to a process that died; the
+# session accepts a new message again. Well above the model's worst case.
+REPLY_PENDING_EXPIRY_SECONDS = 600
+
+
+class SessionBusy(Exception):
+    """A reply to an earlier message of this session is still being produced."""
+
+
+class SessionArchived(Exception):
+    pass
+
+
+def session_open(*, student, task: Task, new: bool = False) -> tuple[TutorSession, bool]:
+    """The student's open session for ``task`` (created when there is none);
+    with ``new`` the open one is archived and a fresh one started."""
+    for _ in range(3):  # two first requests at once: one insert wins, the other reads it
+        try:
+            with transaction.atomic():
+                current = TutorSession.objects.filter(student=student, task=task, archived=False).first()
+                if current is not None and not new:
+                    return current, False
+                if current is not None:
+                    TutorSession.objects.filter(pk=current.pk, archived=False).update(
+                        archived=True, archived_at=timezone.now()
+                    )
+                return TutorSession.objects.create(student=student, task=task), True
+        except IntegrityError:
+            continue
+    raise SessionBusy("the session is being created by another request; try again")
+
+
+def earlier_messages(session_id, before_position: int | None = None) -> list[dict]:
+    """The newest history candidates of a session, oldest first (one query)."""
+    max_messages, _ = history_limits()
+    qs = TutorMessage.objects.filter(session_id=session_id)
+    if before_position is not None:
+        qs = qs.filter(position__lt=before_position)
+    rows = list(qs.order_by("-position").values("role", "content")[:max_messages])
+    rows.reverse()
+    return rows
+
+
+@dataclass
+class Exchange:
+    user_message: TutorMessage
+    reply: TutorMessage
+    context: AssembledContext
+
+
+def _claim(session: TutorSession) -> None:
+    now = timezone.now()
+    expired = now - timedelta(
+        seconds=getattr(settings, "REPLY_PENDING_EXPIRY_SECONDS", REPLY_PENDING_EXPIRY_SECONDS)
+    )
+    claimed = (
+        TutorSession.objects.filter(pk=session.pk, archived=False)
+        .filter(Q(reply_pending_since__isnull=True) | Q(reply_pending_since__lt=expired))
+        .update(reply_pending_since=now)
+    )
+    if claimed != 1:
+        if session.archived:
+            raise SessionArchived("this session is archived; open a new one")
+        raise SessionBusy("a reply to your previous message is still being written")
+
+
+def message_send(*, session: TutorSession, content: str, correlation_id: str) -> Exchange:
+    """Store the message, build the request, ask the model, store the reply.
+
+    Raises SessionBusy/SessionArchived before storing anything, and
+    llm.ModelError after storing the user message (which is kept). The
+    session's ``task`` must come with ``course`` and ``current_rubric``.
+    """
+    _claim(session)
+    released = False
+    try:
+        position = session.message_count + 1
+        with transaction.atomic():
+            user_message = TutorMessage.objects.create(
+                session=session, position=position, role=TutorMessage.Role.USER,
+                content=content, correlation_id=correlation_id,
+            )  # fmt: skip
+            TutorSession.objects.filter(pk=session.pk).update(message_count=position)
+        context = assemble_context(
+            student=session.student,
+            task=session.task,
+            message=content,
+            earlier=earlier_messages(session.pk, before_position=position),
+            correlation_id=correlation_id,
+        )
+        # No transaction is open here: a slow model never holds a lock.
+        if llm.is_configured():
+            text = llm.chat(context.messages, purpose="tutor", correlation_id=correlation_id, temperature=0.3)
+        else:
+            text = offline_reply(task=session.task, feedback=context.feedback, message=content)
+            llm.record_offline_call(
+                context.messages, purpose="tutor", reply=text, correlation_id=correlation_id
+            )
+        with transaction.atomic():
+            reply = TutorMessage.objects.create(
+                session=session, position=position + 1, role=TutorMessage.Role.ASSISTANT,
+                content=text, correlation_id=correlation_id, context_meta=context.meta,
+            )  # fmt: skip
+            TutorSession.objects.filter(pk=session.pk).update(
+                message_count=position + 1, reply_pending_since=None
+            )
+        released = True
+        return Exchange(user_message=user_message, reply=reply, context=context)
+    finally:
+        if not released:
+            TutorSession.objects.filter(pk=session.pk).update(reply_pending_since=None)
