@@ -58,6 +58,7 @@ class SubmissionCursorPagination(SeqCursorPagination):
 
 
 class SubmissionViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
+    queryset = Submission.objects.none()  # the schema's model; requests use get_queryset
     serializer_class = SubmissionSerializer
     filterset_class = SubmissionFilter
     pagination_class = SubmissionCursorPagination
@@ -175,6 +176,7 @@ class SubmissionViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewse
 
 
 class ReviewAttemptViewSet(mixins.RetrieveModelMixin, viewsets.GenericViewSet):
+    queryset = ReviewAttempt.objects.none()  # the schema's model; requests use get_queryset
     serializer_class = AttemptSerializer
     lookup_value_converter = "uuid"
 
