@@ -144,11 +144,16 @@ def submission_create(
     check_evidence_limits(evidence)
     versions = current_versions(task)
     with transaction.atomic():
+        # Number first: the counter's row lock makes concurrent submissions wait
+        # here, so on PostgreSQL (READ COMMITTED) the read below already sees the
+        # one committed just before; read first, two submissions would name the
+        # same ``previous`` and the second would fail its unique constraint.
+        seq = next_seq("submission")
         previous = Submission.objects.filter(student=student, task=task).order_by("-submission_seq").first()
         submission = Submission.objects.create(
             student=student,
             task=task,
-            submission_seq=next_seq("submission"),
+            submission_seq=seq,
             previous=previous,
             evidence=evidence,
             snapshot_hash=snapshot_hash(evidence),
@@ -175,6 +180,10 @@ def review_request(*, submission: Submission, user, is_staff: bool, force: bool)
     """
     versions = current_versions(submission.task)
     with transaction.atomic():
+        # One request per submission at a time (a row lock on PostgreSQL; SQLite's
+        # IMMEDIATE transactions already serialise): two simultaneous retries
+        # must not both pass the check below.
+        Submission.objects.select_for_update().filter(pk=submission.pk).values_list("pk", flat=True).first()
         if not is_staff:
             latest_seq = (
                 Submission.objects.filter(student_id=submission.student_id, task_id=submission.task_id)
@@ -217,9 +226,12 @@ def rereview_latest_submissions(*, task: Task) -> int:
 
 
 class VerdictError(ValueError):
-    def __init__(self, field: str, message: str):
+    """A verdict names a criterion the rubric does not have; ``index`` is its
+    position in the given ``criteria``."""
+
+    def __init__(self, index: int, message: str):
         super().__init__(message)
-        self.field = field
+        self.index = index
 
 
 def staff_verdict_create(*, submission: Submission, staff, criteria: list[dict]) -> ReviewAttempt:
@@ -234,8 +246,7 @@ def staff_verdict_create(*, submission: Submission, staff, criteria: list[dict])
     for i, item in enumerate(criteria):
         if item["rubric_id"] not in rubric_criteria:
             raise VerdictError(
-                f"criteria[{i}].rubric_id",
-                f"{item['rubric_id']!r} is not a criterion of rubric {versions.rubric_version}",
+                i, f"{item['rubric_id']!r} is not a criterion of rubric {versions.rubric_version}"
             )
     with transaction.atomic():
         base = (

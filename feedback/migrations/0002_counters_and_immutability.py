@@ -37,7 +37,8 @@ SQLITE_DOWN = "DROP TRIGGER IF EXISTS feedback_attempt_immutable;"
 def install_trigger(apps, schema_editor):
     vendor = schema_editor.connection.vendor
     if vendor == "postgresql":
-        schema_editor.execute(POSTGRES_UP)
+        # params=None: the "%" of RAISE EXCEPTION is PL/pgSQL, not a placeholder.
+        schema_editor.execute(POSTGRES_UP, params=None)
     elif vendor == "sqlite":
         schema_editor.execute(SQLITE_UP)
 

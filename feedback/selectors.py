@@ -1,0 +1,265 @@
+"""Reads of the feedback app: which review the tutor may rely on (SPEC §3)."""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+from django.db import models
+from django.db.models import OuterRef, Q, Subquery
+from django.db.models.functions import Coalesce
+
+from feedback.models import AttemptStatus, ReviewAttempt, Submission
+from feedback.results import Basis, Verdict, aggregate_overall
+from feedback.versions import NoRubric, Versions, current_versions
+from tutor.coursefile import CRITERION_KINDS
+from tutor.models import Task
+
+log = logging.getLogger(__name__)
+
+
+class FeedbackState(models.TextChoices):
+    NONE = "none"
+    PENDING = "pending"
+    UNAVAILABLE = "unavailable"
+    STALE_RULES = "stale_rules"
+    INVALID = "invalid"
+    PASSED = "passed"
+    CURRENT = "current"
+
+
+class InvalidReason(models.TextChoices):
+    ATTEMPT_INVALID = "attempt_invalid"  # the review itself ended invalid (repair loop gave up)
+    CONTRACT_VIOLATION = "contract_violation"  # the stored result breaks the result contract
+    CONTEXT_BUDGET_EXCEEDED = "context_budget_exceeded"  # set by the block, never by the selector
+
+
+CRITERION_STRING_KEYS = ("rubric_id", "criterion", "kind", "status", "reason", "evidence", "basis")
+
+
+@dataclass(frozen=True)
+class FeedbackSelection:
+    """The review a tutor turn may use, and why.
+
+    Fields that do not exist in a state are None: everything but ``state`` in
+    ``none``; the attempt fields in ``stale_rules`` and in ``pending`` without
+    an attempt. ``pending`` with a queued or running compatible attempt carries
+    that attempt's fields, so a client can follow it. ``review_status`` (the
+    overall verdict) and ``result`` are set only in ``passed`` and ``current``,
+    where the result has passed the contract check.
+    """
+
+    state: FeedbackState
+    reason: InvalidReason | None = None
+    submission_id: uuid.UUID | None = None
+    submission_seq: int | None = None
+    snapshot_hash: str | None = None
+    attempt_id: uuid.UUID | None = None
+    attempt_seq: int | None = None
+    attempt_status: str | None = None
+    review_status: str | None = None
+    rubric_version: str | None = None
+    prompt_version: str | None = None
+    engine_version: str | None = None
+    model: str | None = None
+    reused: bool | None = None
+    result: dict[str, Any] | None = None
+
+    @property
+    def blocking_items(self) -> list[dict[str, Any]]:
+        """The non-PASS acceptance criteria, FAIL before NEED_REVIEW, then
+        ``rubric_id`` ascending (SPEC §3). Empty outside ``current``: a
+        ``passed`` review replaces any older to-do list."""
+        if self.state != FeedbackState.CURRENT:
+            return []
+        blocking = [
+            c for c in self.result["criteria"] if c["kind"] == "acceptance" and c["status"] != Verdict.PASS
+        ]
+        return sorted(blocking, key=lambda c: (c["status"] != Verdict.FAIL, c["rubric_id"]))
+
+    @property
+    def next_step(self) -> str | None:
+        if self.state not in (FeedbackState.CURRENT, FeedbackState.PASSED):
+            return None
+        return self.result["next_step"]
+
+
+def result_contract_error(result: Any, *, rubric_id_chars: int) -> str | None:
+    """What makes a completed attempt's ``result`` unusable, or None.
+
+    The contract is the result shape of SPEC §2. Identifiers are never cut
+    (SPEC §3): a ``rubric_id`` over the limit rejects the whole record, and so
+    does an ``overall`` that contradicts its own criteria -- a PASS over a
+    failing acceptance criterion would hide the to-do list.
+    """
+    if not isinstance(result, dict):
+        return "result is not an object"
+    criteria = result.get("criteria")
+    if not isinstance(criteria, list):
+        return "criteria is missing or not a list"
+    seen: set[str] = set()
+    for i, criterion in enumerate(criteria):
+        if not isinstance(criterion, dict):
+            return f"criteria[{i}] is not an object"
+        for key in CRITERION_STRING_KEYS:
+            if not isinstance(criterion.get(key), str):
+                return f"criteria[{i}].{key} is missing or not a string"
+        rubric_id = criterion["rubric_id"]
+        if not rubric_id or len(rubric_id) > rubric_id_chars:
+            return f"criteria[{i}].rubric_id must have 1-{rubric_id_chars} characters"
+        if rubric_id in seen:
+            return f"criteria[{i}].rubric_id {rubric_id!r} appears twice"
+        seen.add(rubric_id)
+        if criterion["kind"] not in CRITERION_KINDS:
+            return f"criteria[{i}].kind {criterion['kind']!r} is unknown"
+        if criterion["status"] not in Verdict.values:
+            return f"criteria[{i}].status {criterion['status']!r} is unknown"
+        if criterion["basis"] not in Basis.values:
+            return f"criteria[{i}].basis {criterion['basis']!r} is unknown"
+    if not isinstance(result.get("next_step"), str):
+        return "next_step is missing or not a string"
+    overall = result.get("overall")
+    if not isinstance(overall, str) or overall not in Verdict.values:
+        return f"overall {overall!r} is unknown"
+    if overall != aggregate_overall(criteria):
+        return f"overall {overall} contradicts its criteria ({aggregate_overall(criteria)})"
+    return None
+
+
+_ROW_FIELDS = {
+    "submission_id": "id",
+    "submission_seq": "submission_seq",
+    "snapshot_hash": "snapshot_hash",
+    "attempt_id": "attempts__id",
+    "attempt_seq": "attempts__attempt_seq",
+    "attempt_status": "attempts__status",
+    "rubric_version": "attempts__rubric_version",
+    "rubric_hash": "attempts__rubric_hash",
+    "prompt_version": "attempts__prompt_version",
+    "engine_version": "attempts__engine_version",
+    "model": "attempts__model",
+    "reused_from_id": "attempts__reused_from_id",
+    "result": "attempts__result",
+}
+
+
+def _latest_row(student, task: Task, versions: Versions | None) -> dict[str, Any] | None:
+    """The latest submission joined with the one attempt that decides its state.
+
+    One statement, so one snapshot under READ COMMITTED. The joined attempt is
+    the newest compatible one (max ``attempt_seq`` under the current
+    versions); without one, the newest attempt of any versions, which then
+    tells ``stale_rules`` from ``pending`` (an incompatible attempt means none
+    is compatible). With no attempt at all the LEFT JOIN leaves the attempt
+    columns null. Served by ``submission_latest_idx`` and ``attempt_newest_idx``.
+    """
+    attempts = ReviewAttempt.objects.filter(submission=OuterRef("pk")).order_by("-attempt_seq")
+    newest_any = Subquery(attempts.values("attempt_seq")[:1])
+    if versions is None:
+        deciding_seq = newest_any
+    else:
+        newest_compatible = Subquery(
+            attempts.filter(**versions.compatible_filter()).values("attempt_seq")[:1]
+        )
+        deciding_seq = Coalesce(newest_compatible, newest_any)
+    latest_seq = (
+        Submission.objects.filter(student=student, task=task)
+        .order_by("-submission_seq")
+        .values("submission_seq")[:1]
+    )
+    row = (
+        Submission.objects.filter(student=student, task=task, submission_seq=Subquery(latest_seq))
+        # Both conditions in one filter() call share one LEFT OUTER JOIN.
+        .filter(Q(attempts__attempt_seq=deciding_seq) | Q(attempts__isnull=True))
+        .values(*_ROW_FIELDS.values())
+        .first()
+    )
+    if row is None:
+        return None
+    return {name: row[lookup] for name, lookup in _ROW_FIELDS.items()}
+
+
+def _compatible(row: dict[str, Any], versions: Versions | None) -> bool:
+    return versions is not None and all(
+        row[key] == value for key, value in versions.compatible_filter().items()
+    )
+
+
+def select_feedback(student, task: Task) -> FeedbackSelection:
+    """The feedback state of ``student``'s latest submission for ``task`` (SPEC §3).
+
+    Rule: the latest submission is the one with the highest ``submission_seq``
+    for (student, task); its newest compatible attempt is the one with the
+    highest ``attempt_seq`` whose rubric version and hash, prompt version and
+    engine version equal the task's current ones (the model is provenance and
+    never makes an attempt stale). Only sequence numbers decide order, never
+    timestamps, so an older attempt finishing late never overrides a newer
+    one, and a newer attempt still queued or running is ``pending`` even when
+    an older one completed. Another student's or another task's submissions
+    are never read.
+
+    States: ``none`` (no submission), ``pending`` (no attempt, or the newest
+    compatible one is queued/running), ``stale_rules`` (attempts, none
+    compatible), ``unavailable``, ``invalid`` (``attempt_invalid`` or
+    ``contract_violation``), ``passed`` (completed with overall PASS) and
+    ``current`` (completed with FAIL or NEED_REVIEW).
+
+    Reads one SQL statement whatever the history length; ``task`` must come
+    with ``current_rubric`` loaded (``select_related("current_rubric")``).
+    """
+    from feedback.block import feedback_limits  # the block module holds every budget number
+
+    try:
+        versions = current_versions(task)
+    except NoRubric:
+        versions = None  # no current rules: nothing is compatible
+    row = _latest_row(student, task, versions)
+    if row is None:
+        return FeedbackSelection(state=FeedbackState.NONE)
+
+    submission = {
+        "submission_id": row["submission_id"],
+        "submission_seq": row["submission_seq"],
+        "snapshot_hash": row["snapshot_hash"],
+    }
+    if row["attempt_id"] is None:
+        return FeedbackSelection(state=FeedbackState.PENDING, **submission)
+    if not _compatible(row, versions):
+        return FeedbackSelection(state=FeedbackState.STALE_RULES, **submission)
+
+    attempt = {
+        "attempt_id": row["attempt_id"],
+        "attempt_seq": row["attempt_seq"],
+        "attempt_status": row["attempt_status"],
+        "rubric_version": row["rubric_version"],
+        "prompt_version": row["prompt_version"],
+        "engine_version": row["engine_version"],
+        "model": row["model"],
+        "reused": row["reused_from_id"] is not None,
+    }
+    status = row["attempt_status"]
+    if status in (AttemptStatus.QUEUED, AttemptStatus.RUNNING):
+        return FeedbackSelection(state=FeedbackState.PENDING, **submission, **attempt)
+    if status == AttemptStatus.UNAVAILABLE:
+        return FeedbackSelection(state=FeedbackState.UNAVAILABLE, **submission, **attempt)
+    if status == AttemptStatus.INVALID:
+        return FeedbackSelection(
+            state=FeedbackState.INVALID, reason=InvalidReason.ATTEMPT_INVALID, **submission, **attempt
+        )
+
+    result = row["result"]
+    if status != AttemptStatus.COMPLETED:
+        error = f"status {status!r} is unknown"
+    else:
+        error = result_contract_error(result, rubric_id_chars=feedback_limits().rubric_id_chars)
+    if error is not None:
+        log.warning("review attempt %s breaks the result contract: %s", row["attempt_id"], error)
+        return FeedbackSelection(
+            state=FeedbackState.INVALID, reason=InvalidReason.CONTRACT_VIOLATION, **submission, **attempt
+        )
+    state = FeedbackState.PASSED if result["overall"] == Verdict.PASS else FeedbackState.CURRENT
+    return FeedbackSelection(
+        state=state, review_status=result["overall"], result=result, **submission, **attempt
+    )
