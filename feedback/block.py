@@ -15,6 +15,7 @@ from django.conf import settings
 
 from feedback.selectors import FeedbackSelection, FeedbackState, InvalidReason
 from tutor.fencing import escape_data, fence
+from tutor.sections import cut
 
 # SPEC §3 budget: characters, Python len.
 FEEDBACK_BLOCK_CHARS = 2400  # the whole fenced block: JSON plus markers, not the usage text
@@ -26,7 +27,6 @@ FEEDBACK_NEXT_STEP_CHARS = 160  # one per block, including the trailing "…"
 FEEDBACK_RUBRIC_ID_CHARS = 64  # identifiers are never cut: longer rejects the record
 
 FEEDBACK_FENCE_NAME = "REVIEW_FEEDBACK"
-ELLIPSIS = "…"
 
 FEEDBACK_USAGE_TEXT = """\
 How to use the REVIEW_FEEDBACK block below:
@@ -79,14 +79,6 @@ class RenderedFeedback:
     block: dict[str, Any]  # the JSON object of the API (``feedback``)
     text: str  # the fenced block placed in the prompt after FEEDBACK_USAGE_TEXT
     meta: dict[str, Any]  # what went in and what was left out, for context_meta
-
-
-def cut(text: str, limit: int) -> tuple[str, bool]:
-    """``text`` shortened so that, with the trailing "…", it has at most
-    ``limit`` characters; and whether it was shortened."""
-    if len(text) <= limit:
-        return text, False
-    return text[: max(limit - len(ELLIPSIS), 0)] + ELLIPSIS, True
 
 
 def serialize(block: dict[str, Any]) -> str:

@@ -25,13 +25,19 @@ class CourseAdmin(CourseScopedAdmin):
 
 @admin.register(Task)
 class TaskAdmin(CourseScopedAdmin):
-    list_display = ["slug", "title", "course", "current_rubric"]
+    list_display = ["slug", "title", "course", "rubric_version"]
     list_filter = ["course"]
     list_select_related = ["course", "current_rubric"]
     search_fields = ["slug", "title"]
     # Rubrics change only through import_course: a version is never edited.
     readonly_fields = ["current_rubric"]
     inlines = [RubricInline]
+
+    # The version alone: Rubric.__str__ would load the rubric's task and course
+    # again for every row.
+    @admin.display(description="rubric", ordering="current_rubric__version")
+    def rubric_version(self, task):
+        return task.current_rubric.version if task.current_rubric else "-"
 
 
 @admin.register(Rubric)

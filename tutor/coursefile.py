@@ -196,7 +196,13 @@ def validate_course(data: Any) -> CourseSpec:
         if not isinstance(rubric, dict):
             raise CourseFileError(f"{at}rubric", "is required and must be a mapping")
         version = rubric.get("version")
-        if isinstance(version, (int, float)) and not isinstance(version, bool):
+        # An unquoted 2026.10 reaches us as the float 2026.1: turning it back into
+        # text would silently merge two versions, so a decimal version must be quoted.
+        if isinstance(version, float):
+            raise CourseFileError(
+                f"{at}rubric.version", "must be a quoted string: unquoted, 2026.10 is read as 2026.1"
+            )
+        if isinstance(version, int) and not isinstance(version, bool):
             version = str(version)
         if not isinstance(version, str) or not version.strip() or len(version) > 64:
             raise CourseFileError(f"{at}rubric.version", "is required: a string of 1-64 characters")

@@ -26,7 +26,7 @@ def cut(text: str, limit: int) -> tuple[str, bool]:
     """``text`` cut to at most ``limit`` characters including a trailing "…"."""
     if len(text) <= limit:
         return text, False
-    return text[: max(limit - 1, 0)] + ELLIPSIS, True
+    return text[: max(limit - len(ELLIPSIS), 0)] + ELLIPSIS, True
 
 
 @dataclass

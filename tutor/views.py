@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import django_filters
+from django import forms
 from drf_spectacular.utils import extend_schema, inline_serializer
 from rest_framework import mixins, serializers, viewsets
 from rest_framework.decorators import api_view, authentication_classes, permission_classes
@@ -25,8 +26,16 @@ class CourseViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.G
         return access.visible_courses(self.request.user).order_by("slug")
 
 
+class IdFilter(django_filters.NumberFilter):
+    """A primary key: whole numbers only. The default decimal field would let
+    ``?course=1.5`` match course 1 instead of answering 400 on the field."""
+
+    field_class = forms.IntegerField
+
+
 class TaskFilter(django_filters.FilterSet):
-    course = django_filters.NumberFilter(field_name="course_id")
+    # ``course__id`` (not ``course``) so the schema documents an integer.
+    course = IdFilter(field_name="course__id")
     course_slug = django_filters.CharFilter(field_name="course__slug")
 
     class Meta:

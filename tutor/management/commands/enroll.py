@@ -1,6 +1,7 @@
-import sys
-
+from django.contrib.auth import get_user_model
+from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
+from django.db import transaction
 
 from tutor.models import Course, Enrollment
 from tutor.services import EnrollError, enrollment_set
@@ -33,24 +34,34 @@ class Command(BaseCommand):
             if service
             else Enrollment.Role.STUDENT
         )
+        User = get_user_model()
+        # A name with a space would break the one-line `USERNAME TOKEN` output.
         for name in usernames:
-            if not name.strip() or len(name) > 150:
-                raise CommandError(f"invalid username {name!r}")
+            try:
+                User.username_validator(name)
+            except ValidationError:
+                raise CommandError(
+                    f"invalid username {name!r}: use letters, digits and @ . + - _ only"
+                ) from None
+            if len(name) > 150:
+                raise CommandError(f"invalid username {name!r}: at most 150 characters")
         # Check every name before changing anything, so a typo enrols nobody.
         if not create:
-            from django.contrib.auth import get_user_model
-
-            known = set(
-                get_user_model().objects.filter(username__in=usernames).values_list("username", flat=True)
-            )
+            known = set(User.objects.filter(username__in=usernames).values_list("username", flat=True))
             missing = [u for u in usernames if u not in known]
             if missing:
                 raise CommandError(f"unknown users: {', '.join(missing)} (pass --create to create them)")
-        for name in usernames:
-            try:
-                user, token = enrollment_set(course=target, username=name, role=role, create=create)
-            except EnrollError as exc:
-                raise CommandError(str(exc)) from None
-            sys.stderr.write(f"enrolled {user.username} in {target.slug} as {role}\n")
+        # All users or none: a failure half-way must not leave a partial enrolment.
+        try:
+            with transaction.atomic():
+                rows = [
+                    enrollment_set(course=target, username=name, role=role, create=create)
+                    for name in usernames
+                ]
+        except EnrollError as exc:
+            raise CommandError(str(exc)) from None
+        for user, token in rows:
+            # Progress goes to stderr: stdout carries only the `USERNAME TOKEN` lines.
+            self.stderr.write(f"enrolled {user.username} in {target.slug} as {role}")
             if print_token:
                 self.stdout.write(f"{user.username} {token.key}")

@@ -1,0 +1,183 @@
+"""Start-up configuration (SPEC §1, §11): bad values stop the process with the
+variable's name; the embedded default is SQLite with safe options and eager Celery.
+
+Each case starts a fresh interpreter with ``tutor.settings``, because settings are
+read once at import time and the test process already has its own.
+"""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+# Everything tutor.settings reads; a value inherited from the CI environment
+# (e.g. a real DATABASE_URL or REDIS_URL) must not leak into these cases.
+SETTINGS_VARIABLES = (
+    "DEBUG",
+    "SECRET_KEY",
+    "ALLOWED_HOSTS",
+    "DATABASE_URL",
+    "REDIS_URL",
+    "TUTOR_LLM_BASE_URL",
+    "TUTOR_LLM_MODEL",
+    "TUTOR_LLM_API_KEY",
+    "TUTOR_LLM_TIMEOUT",
+    "TUTOR_LLM_RETRIES",
+    "TUTOR_LLM_BACKOFF",
+    "REVIEW_MAX_GENERATIONS",
+    "REVIEW_PROMPT_VERSION",
+    "REVIEW_ENGINE_VERSION",
+    "REVIEW_SOFT_TIME_LIMIT",
+    "REVIEW_HARD_TIME_LIMIT",
+    "CELERY_VISIBILITY_TIMEOUT",
+    "TUTOR_THROTTLE_SUBMISSIONS",
+    "TUTOR_THROTTLE_MESSAGES",
+    "LOG_LEVEL",
+)
+
+SETUP = "import django; django.setup()"
+
+
+def start(code: str = SETUP, **env: str) -> subprocess.CompletedProcess:
+    """Run ``code`` in a new interpreter configured only by ``env``."""
+    environ = {k: v for k, v in os.environ.items() if k not in SETTINGS_VARIABLES}
+    environ.update({"DJANGO_SETTINGS_MODULE": "tutor.settings", "SECRET_KEY": "start-up-test-key"})
+    environ.update(env)
+    return subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, env=environ, capture_output=True, text=True, timeout=60
+    )
+
+
+def test_embedded_default_starts():
+    # The control for every failure case below: the same command with nothing
+    # wrong in the environment succeeds.
+    result = start()
+
+    assert result.returncode == 0, result.stderr
+
+
+@pytest.mark.parametrize(
+    ("variable", "value"),
+    [
+        ("DEBUG", "maybe"),
+        ("TUTOR_THROTTLE_SUBMISSIONS", "fast"),
+        ("TUTOR_THROTTLE_MESSAGES", "60 per minute"),
+        ("REDIS_URL", "http://x"),
+        ("TUTOR_LLM_BASE_URL", "ftp://models.example"),
+        ("TUTOR_LLM_TIMEOUT", "abc"),
+        ("TUTOR_LLM_TIMEOUT", "0"),
+        ("TUTOR_LLM_RETRIES", "1.5"),
+        ("REVIEW_MAX_GENERATIONS", "0"),
+    ],
+)
+def test_bad_value_stops_start_up_naming_the_variable(variable, value):
+    result = start(**{variable: value})
+
+    assert result.returncode != 0
+    assert "ImproperlyConfigured" in result.stderr
+    assert variable in result.stderr
+    assert repr(value) in result.stderr  # the offending value is quoted back
+
+
+@pytest.mark.parametrize(
+    "url", ["mysql://tutor:hunter2@db.example/tutor", "postgres://tutor:hunter2@db.example:port/tutor"]
+)
+def test_bad_database_url_stops_start_up_without_echoing_the_password(url):
+    result = start(DATABASE_URL=url)
+
+    assert result.returncode != 0
+    assert "DATABASE_URL" in result.stderr
+    assert "hunter2" not in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("env", "named"),
+    [
+        # 3 generations x 3 tries x 30 s already exceed one second.
+        ({"REVIEW_SOFT_TIME_LIMIT": "1"}, "REVIEW_SOFT_TIME_LIMIT"),
+        ({"TUTOR_LLM_TIMEOUT": "200"}, "REVIEW_SOFT_TIME_LIMIT"),
+        ({"REVIEW_HARD_TIME_LIMIT": "360"}, "REVIEW_HARD_TIME_LIMIT"),
+        ({"CELERY_VISIBILITY_TIMEOUT": "420"}, "CELERY_VISIBILITY_TIMEOUT"),
+    ],
+)
+def test_timeouts_that_do_not_nest_stop_start_up(env, named):
+    result = start(**env)
+
+    assert result.returncode != 0
+    assert named in result.stderr
+
+
+def test_missing_secret_key_outside_debug_stops_start_up():
+    result = start(SECRET_KEY="")
+
+    assert result.returncode != 0
+    assert "SECRET_KEY" in result.stderr
+
+
+def test_model_server_without_model_name_stops_start_up():
+    result = start(TUTOR_LLM_BASE_URL="http://127.0.0.1:9/v1")
+
+    assert result.returncode != 0
+    assert "TUTOR_LLM_MODEL" in result.stderr
+
+
+def test_any_sqlite_url_gets_immediate_transactions_wal_and_busy_timeout(tmp_path):
+    # Connects for real: the options must reach SQLite, not only the settings dict.
+    code = (
+        SETUP
+        + "\nimport json; from django.db import connection; from django.conf import settings"
+        + "\nwith connection.cursor() as c:"
+        + "\n    c.execute('PRAGMA journal_mode'); mode = c.fetchone()[0]"
+        + "\n    c.execute('PRAGMA busy_timeout'); busy = c.fetchone()[0]"
+        + "\nprint(json.dumps({'options': settings.DATABASES['default']['OPTIONS'],"
+        + " 'journal_mode': mode, 'busy_timeout': busy,"
+        + " 'transaction_mode': connection.transaction_mode}))"
+    )
+    result = start(code, DATABASE_URL=f"sqlite:///{tmp_path / 'db.sqlite3'}")
+
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert report["options"]["transaction_mode"] == "IMMEDIATE"
+    assert report["options"]["timeout"] == 20
+    assert "journal_mode=WAL" in report["options"]["init_command"]
+    assert report["transaction_mode"] == "IMMEDIATE"
+    assert report["journal_mode"] == "wal"
+    assert report["busy_timeout"] == 20000
+
+
+CELERY_MODE = (
+    SETUP
+    + "\nimport json; from django.conf import settings; from tutor.celery import app"
+    + "\nprint(json.dumps({'eager': app.conf.task_always_eager, 'broker': app.conf.broker_url,"
+    + " 'cache': settings.CACHES['default']['BACKEND'],"
+    + " 'visibility': app.conf.broker_transport_options['visibility_timeout'],"
+    + " 'acks_late': app.conf.task_acks_late, 'prefetch': app.conf.worker_prefetch_multiplier}))"
+)
+
+
+def test_without_redis_url_celery_runs_tasks_eagerly_in_process():
+    result = start(CELERY_MODE)
+
+    assert result.returncode == 0, result.stderr
+    mode = json.loads(result.stdout)
+    assert mode["eager"] is True
+    assert mode["broker"] == "memory://"
+    assert mode["cache"].endswith("LocMemCache")
+
+
+def test_with_redis_url_celery_uses_the_broker_with_redelivery_settings():
+    result = start(CELERY_MODE, REDIS_URL="redis://127.0.0.1:1/0")
+
+    assert result.returncode == 0, result.stderr
+    mode = json.loads(result.stdout)
+    assert mode["eager"] is False
+    assert mode["broker"] == "redis://127.0.0.1:1/0"
+    assert mode["cache"].endswith("RedisCache")
+    assert mode["visibility"] == 3600
+    assert mode["acks_late"] is True
+    assert mode["prefetch"] == 1
