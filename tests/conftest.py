@@ -60,3 +60,13 @@ def fake_llm(settings, monkeypatch):
     settings.TUTOR_LLM_BACKOFF = 0
     monkeypatch.setattr(llm, "TRANSPORT", httpx.MockTransport(fake.handler))
     return fake
+
+
+@pytest.fixture(autouse=True)
+def _fresh_cache():
+    """Throttle counters live in the cache; user ids repeat across tests."""
+    from django.core.cache import cache
+
+    cache.clear()
+    yield
+    cache.clear()

@@ -12,3 +12,8 @@ PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 # in-memory SQLite database is private to one connection.
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     DATABASES["default"]["TEST"] = {"NAME": str(BASE_DIR / f"test_db_{os.getpid()}.sqlite3")}
+
+# The cache holds only throttle counters. Tests clear it between cases, and a
+# Redis cache shares its database with the Celery broker, so clearing it
+# would drop queued review tasks of the worker tests.
+CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}

@@ -1,8 +1,13 @@
 """Domain errors mapped to 4xx/5xx with a message a person can act on (SPEC §7, §11)."""
 
+import logging
+
 from django.db import models
+from drf_standardized_errors.handler import ExceptionHandler as StandardizedExceptionHandler
 from rest_framework import status
 from rest_framework.exceptions import APIException
+
+log = logging.getLogger(__name__)
 
 
 class Conflict(APIException):
@@ -34,3 +39,15 @@ class ErrorCode413Enum(models.TextChoices):
 class ErrorCode503Enum(models.TextChoices):
     SERVICE_UNAVAILABLE = "service_unavailable"
     MODEL_UNAVAILABLE = "model_unavailable"
+
+
+class ExceptionHandler(StandardizedExceptionHandler):
+    """The standard handler, except that a dependency outage we answer with a
+    503 on purpose (the model is down) is logged as a warning, not reported
+    as a server error with a traceback."""
+
+    def report_exception(self, exc: APIException, response) -> None:
+        if isinstance(exc, ServiceUnavailable):
+            log.warning("%s: %s", response.status_code, exc.detail)
+            return
+        super().report_exception(exc, response)

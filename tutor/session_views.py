@@ -49,6 +49,9 @@ def owned_session(user, session_id) -> TutorSession:
         TutorSession.objects.select_related("student", "task", "task__course", "task__current_rubric"),
         pk=session_id,
         student=user,
+        # A student who left the course keeps no access to its sessions.
+        task__course__enrollments__user=user,
+        task__course__enrollments__role=Enrollment.Role.STUDENT,
     )
 
 

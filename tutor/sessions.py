@@ -98,7 +98,9 @@ def message_send(*, session: TutorSession, content: str, correlation_id: str) ->
     _claim(session)
     released = False
     try:
-        position = session.message_count + 1
+        # Read under the claim, not from the caller's copy: another request may
+        # have stored an exchange between loading this session and claiming it.
+        position = TutorSession.objects.values_list("message_count", flat=True).get(pk=session.pk) + 1
         with transaction.atomic():
             user_message = TutorMessage.objects.create(
                 session=session, position=position, role=TutorMessage.Role.USER,

@@ -192,7 +192,10 @@ REST_FRAMEWORK = {
     },
     "TEST_REQUEST_DEFAULT_FORMAT": "json",
 }
-DRF_STANDARDIZED_ERRORS = {"ENABLE_IN_DEBUG_FOR_UNHANDLED_EXCEPTIONS": True}
+DRF_STANDARDIZED_ERRORS = {
+    "ENABLE_IN_DEBUG_FOR_UNHANDLED_EXCEPTIONS": True,
+    "EXCEPTION_HANDLER_CLASS": "tutor.errors.ExceptionHandler",
+}
 SPECTACULAR_SETTINGS = {
     "TITLE": "Tutor feedback loop API",
     "DESCRIPTION": "Submissions, immutable review attempts and the feedback-aware tutor.",
