@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import django_filters
+from django import forms
 from django.conf import settings
 from django.db.models import Prefetch, Q
-from drf_spectacular.utils import OpenApiResponse, extend_schema
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_field
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.exceptions import PermissionDenied, ValidationError
@@ -44,8 +46,16 @@ def visible_submissions(user):
     )
 
 
+@extend_schema_field(OpenApiTypes.INT)
+class IdFilter(django_filters.NumberFilter):
+    """A whole, in-range id: the default decimal field lets ``?task=1e22``
+    reach the database driver, which cannot bind it (a 500, not a 400)."""
+
+    field_class = forms.IntegerField
+
+
 class SubmissionFilter(django_filters.FilterSet):
-    task = django_filters.NumberFilter(field_name="task_id")
+    task = IdFilter(field_name="task_id", min_value=1, max_value=2**63 - 1)
     student = django_filters.CharFilter(field_name="student__username")
 
     class Meta:
@@ -171,7 +181,10 @@ class SubmissionViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewse
                 submission=submission, staff=request.user, criteria=serializer.validated_data["criteria"]
             )
         except VerdictError as exc:
-            raise ValidationError({exc.field: [str(exc)]}) from None
+            # Nested like DRF's own list errors, so the field path reads
+            # ``criteria.<index>.rubric_id`` in the error shape, as for a bad status.
+            items: list[dict] = [{} for _ in range(exc.index)]
+            raise ValidationError({"criteria": [*items, {"rubric_id": [str(exc)]}]}) from None
         return Response(AttemptSerializer(attempt).data, status=status.HTTP_201_CREATED)
 
 

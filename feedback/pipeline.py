@@ -93,7 +93,7 @@ def build_result(attempt: ReviewAttempt) -> tuple[dict, int]:
         next_step = review.next_step
     ordered = [results[c["id"]] for c in criteria]
     overall = aggregate_overall(ordered)
-    if next_step is None or overall == Verdict.PASS and not next_step:
+    if not next_step:  # no model, or it left the step empty: point at the first blocking item
         next_step = default_next_step(ordered)
     return {"overall": overall, "criteria": ordered, "next_step": next_step}, generations
 
@@ -152,7 +152,8 @@ def run_review(attempt_id) -> str | None:
                 detail=f"{type(exc).__name__}: {exc}",
             )
             return AttemptStatus.UNAVAILABLE
-        attempt_complete(**fail, result=result, generation_attempts=generations)
+        if not attempt_complete(**fail, result=result, generation_attempts=generations):
+            return None  # the claim was lost (swept back): this result is discarded
         return AttemptStatus.COMPLETED
     finally:
         reset_correlation_id(token)

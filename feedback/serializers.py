@@ -13,12 +13,22 @@ LOG_TAIL_MAX_CHARS = 64 * 1024
 VERDICT_REASON_MAX_CHARS = 2000
 
 
+class StrictCharField(serializers.CharField):
+    """A CharField that refuses numbers: DRF's own turns ``5`` into ``"5"``,
+    which would store a report or a file the client never sent (SPEC §2: text)."""
+
+    def to_internal_value(self, data):
+        if not isinstance(data, str):
+            self.fail("invalid")
+        return super().to_internal_value(data)
+
+
 class CiSerializer(serializers.Serializer):
     status = serializers.ChoiceField(choices=["passed", "failed"])
     exit_code = serializers.IntegerField(
         required=False, allow_null=True, min_value=-(2**31), max_value=2**31 - 1
     )
-    log_tail = serializers.CharField(
+    log_tail = StrictCharField(
         required=False, allow_blank=True, trim_whitespace=False, max_length=LOG_TAIL_MAX_CHARS
     )
 
@@ -39,13 +49,13 @@ class EvidenceSerializer(serializers.Serializer):
     """Evidence of SPEC §2; every key optional. Sizes are checked after the
     shape (feedback.evidence.check_evidence_limits → 413)."""
 
-    report = serializers.CharField(required=False, allow_blank=True, trim_whitespace=False)
+    report = StrictCharField(required=False, allow_blank=True, trim_whitespace=False)
     files = serializers.DictField(
-        child=serializers.CharField(allow_blank=True, trim_whitespace=False), required=False
+        child=StrictCharField(allow_blank=True, trim_whitespace=False), required=False
     )
     ci = CiSerializer(required=False, allow_null=True)
-    head_sha = serializers.CharField(required=False, allow_blank=True, max_length=64)
-    repo_url = serializers.CharField(required=False, allow_blank=True, max_length=2000)
+    head_sha = StrictCharField(required=False, allow_blank=True, max_length=64)
+    repo_url = StrictCharField(required=False, allow_blank=True, max_length=2000)
 
     def to_internal_value(self, data):
         if isinstance(data, dict):

@@ -20,7 +20,9 @@ def completion(content: str) -> dict:
         "id": "chatcmpl-test",
         "object": "chat.completion",
         "model": MODEL,
-        "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
+        "choices": [
+            {"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}
+        ],
     }
 
 

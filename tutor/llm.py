@@ -23,7 +23,15 @@ from tutor.models import ModelCall
 
 log = logging.getLogger(__name__)
 
-RETRYABLE_STATUS = frozenset({408, 429, 500, 502, 503, 504})
+# SPEC §2: every 5xx (including 501, 507, 529 "overloaded"), 408 and 429 is a
+# provider failure; any other status is a configuration error.
+RETRYABLE_4XX = frozenset({408, 429})
+
+
+def is_retryable_status(status_code: int) -> bool:
+    return status_code >= 500 or status_code in RETRYABLE_4XX
+
+
 CONNECT_TIMEOUT_SECONDS = 5.0
 # Tests swap the transport (httpx.MockTransport); production uses the default.
 TRANSPORT: httpx.BaseTransport | None = None
@@ -132,7 +140,7 @@ def chat(
                     status=ModelCall.Status.HTTP_ERROR, http_status=response.status_code,
                     response_text=text[:20000], error=last_error,
                 )  # fmt: skip
-                if response.status_code in RETRYABLE_STATUS:
+                if is_retryable_status(response.status_code):
                     continue
                 raise ModelConfigError(f"the model provider refused the request: HTTP {response.status_code}")
             try:

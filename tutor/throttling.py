@@ -6,12 +6,19 @@ down the request goes through, so a submission is still stored.
 
 import logging
 
+from rest_framework.settings import api_settings
 from rest_framework.throttling import ScopedRateThrottle
 
 log = logging.getLogger(__name__)
 
 
 class FailOpenScopedRateThrottle(ScopedRateThrottle):
+    @property
+    def THROTTLE_RATES(self):  # noqa: N802 -- DRF's attribute name
+        # Read at request time: DRF copies the rates onto the class at import,
+        # which would ignore a later change of settings.
+        return api_settings.DEFAULT_THROTTLE_RATES
+
     def allow_request(self, request, view):
         try:
             return super().allow_request(request, view)
