@@ -66,6 +66,12 @@ class Submission(models.Model):
     def __str__(self) -> str:
         return f"submission #{self.submission_seq}"
 
+    def save(self, *args, **kwargs):
+        # A submission is evidence as it was sent (SPEC §2): never rewritten.
+        if not self._state.adding:
+            raise TypeError(f"submission {self.pk} is immutable")
+        super().save(*args, **kwargs)
+
 
 class AttemptStatus(models.TextChoices):
     QUEUED = "queued"

@@ -290,6 +290,16 @@ def test_database_refuses_raw_update_of_terminal_attempt(student, task, offline)
     assert raw_row(attempt.pk) == before
 
 
+def test_stored_submission_cannot_be_saved_again(student, task, offline):
+    submission = submit(student, task)
+    submission.evidence = {"report": "rewritten", "files": {}, "ci": None, "head_sha": "", "repo_url": ""}
+    with pytest.raises(TypeError):
+        submission.save()
+
+    submission.refresh_from_db()
+    assert submission.evidence["report"] != "rewritten"
+
+
 def test_non_terminal_attempt_can_still_be_updated(student, task):
     attempt = only_attempt(store(student, task))
     assert ReviewAttempt.objects.filter(pk=attempt.pk).update(dispatched_at=timezone.now()) == 1
