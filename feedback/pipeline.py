@@ -98,62 +98,52 @@ def build_result(attempt: ReviewAttempt) -> tuple[dict, int]:
     return {"overall": overall, "criteria": ordered, "next_step": next_step}, generations
 
 
+def failure_of(exc: BaseException, attempt_pk) -> tuple[str, str, str, int]:
+    """(status, error_code, detail, generations) for a review that raised.
+
+    Rule (SPEC §2): provider trouble and time limits are ``unavailable``,
+    model output the repair loop could not fix is ``invalid``; neither is
+    ever a student FAIL.
+    """
+    if isinstance(exc, ReviewInvalid):
+        return AttemptStatus.INVALID, exc.error_code, str(exc), exc.generations
+    if isinstance(exc, llm.ModelConfigError):
+        return AttemptStatus.UNAVAILABLE, ErrorCode.REVIEW_CONFIG_ERROR, str(exc), 0
+    if isinstance(exc, llm.ModelUnavailable):
+        return AttemptStatus.UNAVAILABLE, ErrorCode.REVIEW_UNAVAILABLE, str(exc), 0
+    if isinstance(exc, SoftTimeLimitExceeded):
+        detail = f"review exceeded {settings.REVIEW_SOFT_TIME_LIMIT}s"
+        return AttemptStatus.UNAVAILABLE, ErrorCode.TIME_LIMIT, detail, 0
+    log.error("review of attempt %s failed", attempt_pk, exc_info=exc)
+    return AttemptStatus.UNAVAILABLE, ErrorCode.INTERNAL_ERROR, f"{type(exc).__name__}: {exc}", 0
+
+
 def run_review(attempt_id) -> str | None:
     """Claim and review one attempt; returns its terminal status, or None when
-    there was nothing to claim (a duplicate delivery, or another worker has it)."""
+    there was nothing to claim (a duplicate delivery, or another worker has it)
+    or the claim was lost before the result could be written."""
     claimed = attempt_claim(attempt_id=attempt_id)
     if claimed is None:
         return None
     attempt, claim = claimed
     token = set_correlation_id(attempt.correlation_id or None)
-    fail = {"attempt_id": attempt.pk, "claim": claim}
     try:
         try:
             result, generations = build_result(attempt)
-        except ReviewInvalid as exc:
-            attempt_failed(
-                **fail,
-                status=AttemptStatus.INVALID,
-                error_code=exc.error_code,
-                detail=str(exc),
-                generation_attempts=exc.generations,
-            )
-            return AttemptStatus.INVALID
-        except llm.ModelConfigError as exc:
-            attempt_failed(
-                **fail,
-                status=AttemptStatus.UNAVAILABLE,
-                error_code=ErrorCode.REVIEW_CONFIG_ERROR,
-                detail=str(exc),
-            )
-            return AttemptStatus.UNAVAILABLE
-        except llm.ModelUnavailable as exc:
-            attempt_failed(
-                **fail,
-                status=AttemptStatus.UNAVAILABLE,
-                error_code=ErrorCode.REVIEW_UNAVAILABLE,
-                detail=str(exc),
-            )
-            return AttemptStatus.UNAVAILABLE
-        except SoftTimeLimitExceeded:
-            attempt_failed(
-                **fail,
-                status=AttemptStatus.UNAVAILABLE,
-                error_code=ErrorCode.TIME_LIMIT,
-                detail=f"review exceeded {settings.REVIEW_SOFT_TIME_LIMIT}s",
-            )
-            return AttemptStatus.UNAVAILABLE
         except Exception as exc:
-            log.exception("review of attempt %s failed", attempt.pk)
-            attempt_failed(
-                **fail,
-                status=AttemptStatus.UNAVAILABLE,
-                error_code=ErrorCode.INTERNAL_ERROR,
-                detail=f"{type(exc).__name__}: {exc}",
+            status, code, detail, generations = failure_of(exc, attempt.pk)
+            written = attempt_failed(
+                attempt_id=attempt.pk,
+                claim=claim,
+                status=status,
+                error_code=code,
+                detail=detail,
+                generation_attempts=generations,
             )
-            return AttemptStatus.UNAVAILABLE
-        if not attempt_complete(**fail, result=result, generation_attempts=generations):
-            return None  # the claim was lost (swept back): this result is discarded
-        return AttemptStatus.COMPLETED
+            return status if written else None
+        written = attempt_complete(
+            attempt_id=attempt.pk, claim=claim, result=result, generation_attempts=generations
+        )
+        return AttemptStatus.COMPLETED if written else None
     finally:
         reset_correlation_id(token)
