@@ -17,3 +17,7 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
 # Redis cache shares its database with the Celery broker, so clearing it
 # would drop queued review tasks of the worker tests.
 CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
+
+# Reviews run in-process in tests even when REDIS_URL is set; the worker tests
+# (tests/worker) switch to the real broker while their worker process runs.
+CELERY_TASK_ALWAYS_EAGER = True

@@ -1,0 +1,232 @@
+# Helpers of .ci/run: logging, packages, throwaway PostgreSQL and Redis, steps.
+# Sourced, not executed; expects `set -euo pipefail` and CI_DATA from the caller.
+
+CI_T0=$SECONDS
+CI_RESULTS=()   # "status|seconds|name|detail" per step
+CI_FAILED=0
+PG_STARTED=0
+REDIS_STARTED=0
+
+log() { printf '[%s +%4ds] %s\n' "$(date -u +%H:%M:%S)" "$((SECONDS - CI_T0))" "$*"; }
+die() { log "ERROR: $*" >&2; exit 1; }
+
+port_in_use() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+
+pg_bindir() {
+    local dir
+    dir="$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1)"
+    [[ -n "$dir" && -x "$dir/initdb" ]] && echo "$dir"
+    return 0
+}
+
+# --- packages ---------------------------------------------------------------
+ensure_packages() {
+    local missing=()
+    [[ -n "$(pg_bindir)" ]] || missing+=(postgresql)
+    command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
+    if ((${#missing[@]})); then
+        [[ $EUID -eq 0 ]] || die "missing Debian packages: ${missing[*]} (run as root, or install them)"
+        log "installing ${missing[*]} with apt-get"
+        export DEBIAN_FRONTEND=noninteractive
+        if ! apt-get update -q >"$CI_DATA/logs/apt.log" 2>&1 ||
+            ! apt-get install -y -q postgresql redis-server >>"$CI_DATA/logs/apt.log" 2>&1; then
+            tail -n 30 "$CI_DATA/logs/apt.log" >&2
+            die "apt-get could not install postgresql and redis-server"
+        fi
+    else
+        log "postgresql and redis-server are installed"
+    fi
+    PG_BIN="$(pg_bindir)"
+    [[ -n "$PG_BIN" ]] || die "PostgreSQL server binaries not found under /usr/lib/postgresql"
+    REDIS_SERVER_BIN="$(command -v redis-server)"
+    REDIS_CLI_BIN="$(command -v redis-cli)"
+    export REDIS_SERVER_BIN
+    log "using $("$PG_BIN/postgres" --version) and $("$REDIS_SERVER_BIN" --version | cut -d' ' -f1-3)"
+}
+
+# --- PostgreSQL -----------------------------------------------------------------
+# initdb refuses to run as root: as root, the cluster belongs to the postgres user.
+as_pg() {
+    if [[ $EUID -eq 0 ]]; then
+        (cd / && runuser -u postgres -- "$@")
+    else
+        "$@"
+    fi
+}
+
+start_postgres() {
+    local data_root=$1 port=$2
+    PG_DIR="$data_root/pg"
+    PG_PORT_USED=$port
+    if [[ -f "$PG_DIR/data/postmaster.pid" ]]; then
+        log "stopping a PostgreSQL left over from an interrupted run"
+        as_pg "$PG_BIN/pg_ctl" -D "$PG_DIR/data" stop -m immediate -w >/dev/null 2>&1 || true
+    fi
+    ! port_in_use "$port" || die "127.0.0.1:$port is in use by another process; set PG_CI_PORT to a free port"
+    rm -rf "$PG_DIR"
+    mkdir -p "$PG_DIR"
+    if [[ $EUID -eq 0 ]]; then
+        chown postgres: "$PG_DIR"
+        if ! runuser -u postgres -- test -w "$PG_DIR" 2>/dev/null; then
+            # The clone sits where the postgres user cannot reach (e.g. under /root).
+            rmdir "$PG_DIR"
+            PG_DIR="$(mktemp -d /tmp/tutor-ci-pg.XXXXXX)"
+            chown postgres: "$PG_DIR"
+            log "the postgres user cannot write under $data_root; cluster goes to $PG_DIR"
+        fi
+    fi
+    log "initdb into $PG_DIR/data"
+    as_pg "$PG_BIN/initdb" -D "$PG_DIR/data" -U postgres -E UTF8 --no-locale --no-sync \
+        --auth-local=trust --auth-host=scram-sha-256 >"$CI_DATA/logs/initdb.log" 2>&1 ||
+        { cat "$CI_DATA/logs/initdb.log" >&2; die "initdb failed"; }
+    as_pg mkdir -p "$PG_DIR/run"
+    # A throwaway test cluster: durability settings off for speed.
+    local opts="-c listen_addresses=127.0.0.1 -c port=$port -c unix_socket_directories='$PG_DIR/run'"
+    opts+=" -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=200"
+    log "starting PostgreSQL on 127.0.0.1:$port"
+    as_pg "$PG_BIN/pg_ctl" -D "$PG_DIR/data" -l "$PG_DIR/postgres.log" -o "$opts" -w -t 60 start \
+        >/dev/null || { tail -n 30 "$PG_DIR/postgres.log" >&2; die "PostgreSQL did not start"; }
+    PG_STARTED=1
+    # CREATEDB: pytest-django creates and drops the test_tutor database.
+    as_pg "$PG_BIN/psql" -h "$PG_DIR/run" -p "$port" -U postgres -d postgres -v ON_ERROR_STOP=1 -q \
+        -c "CREATE ROLE tutor LOGIN CREATEDB PASSWORD 'tutor'" \
+        -c "CREATE DATABASE tutor OWNER tutor" || die "could not create role and database tutor"
+    log "PostgreSQL ready: role and database tutor"
+}
+
+stop_postgres() {
+    ((PG_STARTED)) || return 0
+    log "stopping PostgreSQL"
+    as_pg "$PG_BIN/pg_ctl" -D "$PG_DIR/data" stop -m fast -w -t 30 >/dev/null 2>&1 ||
+        as_pg "$PG_BIN/pg_ctl" -D "$PG_DIR/data" stop -m immediate -w >/dev/null 2>&1 || true
+    cp "$PG_DIR/postgres.log" "$CI_DATA/logs/postgres.log" 2>/dev/null || true
+    rm -rf "$PG_DIR"
+    PG_STARTED=0
+}
+
+# --- Redis ---------------------------------------------------------------------
+start_redis() {
+    local data_root=$1 port=$2
+    local dir="$data_root/redis"
+    mkdir -p "$dir"
+    export REDIS_CI_PORT=$port
+    export REDIS_CI_CONF="$dir/redis.conf"
+    export REDIS_CI_PIDFILE="$dir/redis.pid"
+    if [[ -f "$REDIS_CI_PIDFILE" ]] && kill -0 "$(cat "$REDIS_CI_PIDFILE")" 2>/dev/null; then
+        log "stopping a redis-server left over from an interrupted run"
+        kill "$(cat "$REDIS_CI_PIDFILE")" 2>/dev/null || true
+        sleep 1
+    fi
+    ! port_in_use "$port" || die "127.0.0.1:$port is in use by another process; set REDIS_CI_PORT to a free port"
+    # The worker tests restart this server from the same file (REDIS_CI_CONF).
+    cat >"$REDIS_CI_CONF" <<CONF
+bind 127.0.0.1
+port $port
+protected-mode yes
+daemonize yes
+pidfile "$REDIS_CI_PIDFILE"
+logfile "$dir/redis.log"
+dir "$dir"
+save ""
+appendonly no
+CONF
+    log "starting redis-server on 127.0.0.1:$port"
+    "$REDIS_SERVER_BIN" "$REDIS_CI_CONF" || die "redis-server did not start"
+    REDIS_STARTED=1
+    local i
+    for i in $(seq 1 50); do
+        [[ "$("$REDIS_CLI_BIN" -p "$port" ping 2>/dev/null)" == PONG ]] && { log "Redis ready"; return 0; }
+        sleep 0.2
+    done
+    tail -n 20 "$dir/redis.log" >&2 || true
+    die "redis-server did not answer PING within 10 s"
+}
+
+stop_redis() {
+    ((REDIS_STARTED)) || return 0
+    log "stopping redis-server"
+    # The tests may have restarted it: stop whatever owns the pidfile now.
+    "$REDIS_CLI_BIN" -p "$REDIS_CI_PORT" shutdown nosave >/dev/null 2>&1 ||
+        { [[ -f "$REDIS_CI_PIDFILE" ]] && kill "$(cat "$REDIS_CI_PIDFILE")" 2>/dev/null; } || true
+    REDIS_STARTED=0
+}
+
+# Celery workers the tests started and could not stop (pytest killed by the
+# step timeout): each file holds the pid of a worker that leads its own process group.
+stop_leftover_workers() {
+    local f pid
+    for f in "$TUTOR_CI_RUNDIR"/worker-*.pid; do
+        [[ -e "$f" ]] || continue
+        pid="$(cat "$f")"
+        if kill -0 "$pid" 2>/dev/null; then
+            log "killing leftover Celery worker group $pid"
+            kill -KILL -- "-$pid" 2>/dev/null || true
+        fi
+        rm -f "$f"
+    done
+}
+
+ci_cleanup() {
+    local rc=$?
+    set +e
+    stop_leftover_workers
+    stop_redis
+    stop_postgres
+    log "finished with exit code $rc"
+    exit "$rc"
+}
+
+# --- steps -----------------------------------------------------------------------
+_record() { CI_RESULTS+=("$1|$2|$3|$4"); [[ $1 == ok* ]] || CI_FAILED=1; }
+
+# run_pytest NAME CMD...: the command runs `make test`. Make turns pytest's exit
+# code into its own 2, so "no tests collected" (pytest 5) is read off make's message.
+run_pytest() {
+    local name=$1
+    shift
+    local logfile started rc=0 closing
+    logfile="$CI_DATA/logs/$(echo "$name" | tr -c 'A-Za-z0-9\n' '-' | tr -s '-').log"
+    started=$SECONDS
+    log "=== $name: $*"
+    timeout --kill-after=20 "$STEP_TIMEOUT" "$@" 2>&1 | tee "$logfile" || rc=${PIPESTATUS[0]}
+    closing="$(grep -E '^=+ .*( in [0-9.]+s)( \([0-9:]+\))? =+$' "$logfile" | tail -n 1 | tr -d '=' | xargs || true)"
+    if ((rc == 0)); then
+        _record ok $((SECONDS - started)) "$name" "$closing"
+    elif grep -qE '^make: \*\*\* \[.*test\] Error 5$' "$logfile" || ((rc == 5)); then
+        log "NOTE: pytest collected no tests in '$name' (exit code 5); counted as success"
+        _record "ok (no tests collected)" $((SECONDS - started)) "$name" "$closing"
+    elif ((rc == 124 || rc == 137)); then
+        _record "TIMEOUT" $((SECONDS - started)) "$name" "killed after ${STEP_TIMEOUT}s${closing:+; $closing}"
+    else
+        _record "FAILED (exit $rc)" $((SECONDS - started)) "$name" "$closing"
+    fi
+    log "=== $name: ${CI_RESULTS[-1]%%|*} in $((SECONDS - started))s"
+}
+
+run_step() {
+    local name=$1
+    shift
+    local started=$SECONDS rc=0
+    log "=== $name"
+    "$@" || rc=$?
+    if ((rc == 0)); then
+        _record ok $((SECONDS - started)) "$name" ""
+    else
+        _record "FAILED (exit $rc)" $((SECONDS - started)) "$name" ""
+    fi
+}
+
+print_summary() {
+    local row status secs name detail
+    log "=================== summary ==================="
+    for row in "${CI_RESULTS[@]}"; do
+        IFS='|' read -r status secs name detail <<<"$row"
+        printf '  %-24s %5ss  %s%s\n' "$status" "$secs" "$name" "${detail:+  -- $detail}"
+    done
+    log "total $((SECONDS - CI_T0))s; logs in $CI_DATA/logs/"
+    if ((CI_FAILED)); then
+        log "CI FAILED"
+        return 1
+    fi
+    log "CI passed"
+}
