@@ -4,6 +4,8 @@
 CI_T0=$SECONDS
 CI_RESULTS=()   # "status|seconds|name|detail" per step
 CI_FAILED=0
+CI_TESTS_PASSED=0  # summed over the pytest runs, for the closing line
+CI_TESTS_FAILED=0
 PG_STARTED=0
 REDIS_STARTED=0
 
@@ -173,6 +175,8 @@ ci_cleanup() {
     stop_redis
     stop_postgres
     log "finished with exit code $rc"
+    # The plain closing line: tests passed and failed over all pytest runs.
+    echo "${CI_TESTS_PASSED} passed, ${CI_TESTS_FAILED} failed"
     exit "$rc"
 }
 
@@ -190,6 +194,13 @@ run_pytest() {
     log "=== $name: $*"
     timeout --kill-after=20 "$STEP_TIMEOUT" "$@" 2>&1 | tee "$logfile" || rc=${PIPESTATUS[0]}
     closing="$(grep -E '^=+ .*( in [0-9.]+s)( \([0-9:]+\))? =+$' "$logfile" | tail -n 1 | tr -d '=' | xargs || true)"
+    local count word
+    while read -r count word; do
+        case "$word" in
+            passed) CI_TESTS_PASSED=$((CI_TESTS_PASSED + count)) ;;
+            failed | error | errors) CI_TESTS_FAILED=$((CI_TESTS_FAILED + count)) ;;
+        esac
+    done < <(grep -oE '[0-9]+ (passed|failed|errors?)' <<<"$closing" || true)
     if ((rc == 0)); then
         _record ok $((SECONDS - started)) "$name" "$closing"
     elif grep -qE '^make: \*\*\* \[.*test\] Error 5$' "$logfile" || ((rc == 5)); then
