@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import django_filters
-from django import forms
 from django.conf import settings
 from django.db.models import Prefetch, Q
-from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_field
+from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.exceptions import PermissionDenied, ValidationError
@@ -46,16 +44,8 @@ def visible_submissions(user):
     )
 
 
-@extend_schema_field(OpenApiTypes.INT)
-class IdFilter(django_filters.NumberFilter):
-    """A whole, in-range id: the default decimal field lets ``?task=1e22``
-    reach the database driver, which cannot bind it (a 500, not a 400)."""
-
-    field_class = forms.IntegerField
-
-
 class SubmissionFilter(django_filters.FilterSet):
-    task = IdFilter(field_name="task_id", min_value=1, max_value=2**63 - 1)
+    task = django_filters.UUIDFilter(field_name="task_id")
     student = django_filters.CharFilter(field_name="student__username")
 
     class Meta:

@@ -80,7 +80,7 @@ class EvidenceSerializer(serializers.Serializer):
 
 
 class SubmissionCreateSerializer(serializers.Serializer):
-    task = serializers.IntegerField(min_value=1)
+    task = serializers.UUIDField()
     student = serializers.CharField(required=False, max_length=150)
     evidence = EvidenceSerializer()
 
@@ -118,7 +118,7 @@ class AttemptSerializer(serializers.ModelSerializer):
 
 
 class SubmissionSerializer(serializers.ModelSerializer):
-    task = serializers.IntegerField(source="task_id", read_only=True)
+    task = serializers.UUIDField(source="task_id", read_only=True)
     student = serializers.CharField(source="student.username", read_only=True)
     previous = serializers.UUIDField(source="previous_id", read_only=True, allow_null=True)
     attempts = AttemptSerializer(many=True, read_only=True)

@@ -10,6 +10,8 @@ from django.db.models import Q
 
 
 class Course(models.Model):
+    # Public ids are UUIDs (SPEC §7): they reveal nothing and cannot be guessed.
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     slug = models.SlugField(max_length=64, unique=True)
     title = models.CharField(max_length=200)
     created_at = models.DateTimeField(auto_now_add=True)
@@ -22,6 +24,7 @@ class Course(models.Model):
 
 
 class Task(models.Model):
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     course = models.ForeignKey(Course, on_delete=models.CASCADE, related_name="tasks")
     slug = models.SlugField(max_length=64)
     title = models.CharField(max_length=200)

@@ -51,7 +51,7 @@ MESSAGE_MAX_CHARS = 8000  # SPEC §4: content 1-8000 characters
 
 
 class SessionSerializer(serializers.ModelSerializer):
-    task = serializers.IntegerField(source="task_id", read_only=True)
+    task = serializers.UUIDField(source="task_id", read_only=True)
 
     class Meta:
         model = TutorSession
@@ -60,7 +60,7 @@ class SessionSerializer(serializers.ModelSerializer):
 
 
 class SessionOpenSerializer(serializers.Serializer):
-    task = serializers.IntegerField(min_value=1)
+    task = serializers.UUIDField()
     new = serializers.BooleanField(default=False)
 
 
@@ -76,7 +76,7 @@ class MessageCreateSerializer(serializers.Serializer):
 
 
 class ContextQuerySerializer(serializers.Serializer):
-    task = serializers.IntegerField(min_value=1)
+    task = serializers.UUIDField()
     message = serializers.CharField(
         required=False, min_length=1, max_length=MESSAGE_MAX_CHARS, trim_whitespace=False
     )

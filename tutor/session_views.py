@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import status
 from rest_framework.exceptions import ValidationError
@@ -27,7 +28,7 @@ from tutor.sessions import SessionArchived, SessionBusy, earlier_messages, messa
 from tutor.throttling import WriteThrottle
 
 
-def student_task(user, task_id: int, field: str = "task") -> Task:
+def student_task(user, task_id, field: str = "task") -> Task:
     """A task of a course the user is enrolled in as a student, or a 400 on ``field``."""
     task = (
         Task.objects.select_related("course", "current_rubric")
@@ -130,7 +131,7 @@ class SessionMessagesView(APIView):
 class ContextView(APIView):
     @extend_schema(
         parameters=[
-            OpenApiParameter("task", int, required=True),
+            OpenApiParameter("task", OpenApiTypes.UUID, required=True),
             OpenApiParameter("message", str, required=False),
         ],
         responses={200: ContextSerializer},

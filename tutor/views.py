@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import django_filters
-from django import forms
 from drf_spectacular.utils import extend_schema, inline_serializer
 from rest_framework import mixins, serializers, viewsets
 from rest_framework.decorators import api_view, authentication_classes, permission_classes
@@ -18,7 +17,7 @@ from tutor.serializers import CourseSerializer, TaskSerializer
 
 class CourseViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
     serializer_class = CourseSerializer
-    lookup_value_converter = "int"
+    lookup_value_converter = "uuid"
 
     def get_queryset(self):
         if getattr(self, "swagger_fake_view", False):  # schema generation has no real user
@@ -26,16 +25,8 @@ class CourseViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.G
         return access.visible_courses(self.request.user).order_by("slug")
 
 
-class IdFilter(django_filters.NumberFilter):
-    """A primary key: whole numbers only. The default decimal field would let
-    ``?course=1.5`` match course 1 instead of answering 400 on the field."""
-
-    field_class = forms.IntegerField
-
-
 class TaskFilter(django_filters.FilterSet):
-    # ``course__id`` (not ``course``) so the schema documents an integer.
-    course = IdFilter(field_name="course__id")
+    course = django_filters.UUIDFilter(field_name="course_id")
     course_slug = django_filters.CharFilter(field_name="course__slug")
 
     class Meta:
@@ -46,7 +37,7 @@ class TaskFilter(django_filters.FilterSet):
 class TaskViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
     serializer_class = TaskSerializer
     filterset_class = TaskFilter
-    lookup_value_converter = "int"
+    lookup_value_converter = "uuid"
 
     def get_queryset(self):
         if getattr(self, "swagger_fake_view", False):  # schema generation has no real user

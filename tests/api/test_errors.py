@@ -53,7 +53,7 @@ def test_bad_filter_value_is_400_with_a_field_message(course, student_client):
     assert response["Content-Type"] == "application/json"
     assert response.json() == {
         "type": "validation_error",
-        "errors": [{"code": "invalid", "detail": "Enter a whole number.", "attr": "course"}],
+        "errors": [{"code": "invalid", "detail": "Enter a valid UUID.", "attr": "course"}],
     }
 
 

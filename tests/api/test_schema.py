@@ -47,7 +47,7 @@ def test_schema_as_json_documents_the_real_shapes(db):
     assert schema["components"]["securitySchemes"]["tokenAuth"]["in"] == "header"
     assert tasks["security"][0] == {"tokenAuth": []}
     course_param = next(p for p in tasks["parameters"] if p["name"] == "course")
-    assert course_param["schema"]["type"] == "integer"
+    assert course_param["schema"] == {"type": "string", "format": "uuid"}
     assert "400" in tasks["responses"]  # the filter's field errors are documented
     assert "401" in tasks["responses"]
     health = schema["paths"]["/healthz"]["get"]["responses"]

@@ -114,7 +114,7 @@ def test_post_returns_201_with_submission_and_first_attempt_after_commit(student
     assert set(body) >= SUBMISSION_FIELDS
     submission = Submission.objects.get()
     assert body["id"] == str(submission.pk)
-    assert body["task"] == task.pk
+    assert body["task"] == str(task.pk)
     assert body["student"] == "alice"
     assert body["submission_seq"] == submission.submission_seq
     assert body["previous"] is None

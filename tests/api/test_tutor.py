@@ -106,7 +106,7 @@ def test_open_creates_then_returns_the_same_session(task, student_client):
     assert again.status_code == 200
     assert first.json()["id"] == again.json()["id"]
     assert set(first.json()) == {"id", "task", "created_at", "archived"}
-    assert first.json()["task"] == task.pk and first.json()["archived"] is False
+    assert first.json()["task"] == str(task.pk) and first.json()["archived"] is False
 
 
 @pytest.mark.django_db
