@@ -92,6 +92,8 @@ class SubmissionViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewse
         role = access.role_in(request.user, task.course_id) if task else None
         if role not in (Enrollment.Role.STUDENT, Enrollment.Role.SERVICE):
             raise ValidationError({"task": ["not a task of a course you are enrolled in as a student"]})
+        if task.current_rubric_id is None:
+            raise ValidationError({"task": ["this task has no rubric yet, so it cannot be reviewed"]})
         student, ci_source = self._student_for(request.user, role, task, data.get("student"))
         try:
             submission = submission_create(

@@ -236,6 +236,19 @@ def test_task_outside_enrolment_is_400_on_task(which, student_client, staff_clie
     assert stored_rows() == before
 
 
+def test_task_without_a_rubric_is_400_on_task(student_client, task):
+    from tutor.models import Task
+
+    bare = Task.objects.create(course=task.course, slug="no-rubric", title="Not ready")
+    before = stored_rows()
+
+    response = student_client.post(URL, {"task": str(bare.pk), "evidence": EVIDENCE}, format="json")
+
+    assert response.status_code == 400
+    assert "task" in error_attrs(response)
+    assert stored_rows() == before
+
+
 @pytest.mark.parametrize(
     "evidence,attr",
     [
