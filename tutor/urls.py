@@ -8,6 +8,8 @@ from tutor import session_views, views
 
 router = DefaultRouter(trailing_slash=True, use_regex_path=False)
 router.include_root_view = False
+# One URL per resource: format suffixes (".json") would add routes the views do not expect.
+router.include_format_suffixes = False
 router.register("courses", views.CourseViewSet, basename="course")
 router.register("tasks", views.TaskViewSet, basename="task")
 router.register("submissions", feedback_api.SubmissionViewSet, basename="submission")

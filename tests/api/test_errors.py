@@ -2,6 +2,7 @@
 messages on bad input, a JSON 404 for unrouted paths and never a 500."""
 
 import json
+import uuid
 
 import pytest
 from django.test import Client
@@ -106,3 +107,11 @@ def test_anonymous_error_shape_matches_the_rest(db):
     # Authentication runs before filtering: no field detail leaks to anonymous callers.
     assert response.status_code == 401
     assert response.json()["type"] == "client_error"
+
+
+@pytest.mark.parametrize("action", ["reviews", "verdicts"])
+def test_format_suffix_routes_do_not_exist(student_client, action):
+    response = student_client.post(f"/api/submissions/{uuid.uuid4()}/{action}.json", {}, format="json")
+
+    assert response.status_code == 404
+    assert response.json()["errors"][0]["code"] == "not_found"
