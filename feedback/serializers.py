@@ -23,6 +23,15 @@ class StrictCharField(serializers.CharField):
         return super().to_internal_value(data)
 
 
+def reject_unknown_keys(data: dict, allowed: set[str]) -> None:
+    """A 400 naming each unknown key as its own field (``evidence.foo``): a
+    typo such as ``reports`` must not be dropped silently."""
+    unknown = sorted(map(str, set(data) - allowed))
+    if unknown:
+        hint = f"unknown key; allowed: {', '.join(sorted(allowed))}"
+        raise serializers.ValidationError({key: [hint] for key in unknown})
+
+
 class CiSerializer(serializers.Serializer):
     status = serializers.ChoiceField(choices=["passed", "failed"])
     exit_code = serializers.IntegerField(
@@ -34,9 +43,7 @@ class CiSerializer(serializers.Serializer):
 
     def to_internal_value(self, data):
         if isinstance(data, dict):
-            unknown = set(data) - {"status", "exit_code", "log_tail"}
-            if unknown:
-                raise serializers.ValidationError(f"unknown keys: {', '.join(sorted(map(str, unknown)))}")
+            reject_unknown_keys(data, {"status", "exit_code", "log_tail"})
         value = super().to_internal_value(data)
         return {
             "status": value["status"],
@@ -49,24 +56,23 @@ class EvidenceSerializer(serializers.Serializer):
     """Evidence of SPEC §2; every key optional. Sizes are checked after the
     shape (feedback.evidence.check_evidence_limits → 413)."""
 
-    report = StrictCharField(required=False, allow_blank=True, trim_whitespace=False)
+    # null means the same as a missing key (SPEC §2: "", {}, null).
+    report = StrictCharField(required=False, allow_blank=True, allow_null=True, trim_whitespace=False)
     files = serializers.DictField(
-        child=StrictCharField(allow_blank=True, trim_whitespace=False), required=False
+        child=StrictCharField(allow_blank=True, trim_whitespace=False), required=False, allow_null=True
     )
     ci = CiSerializer(required=False, allow_null=True)
-    head_sha = StrictCharField(required=False, allow_blank=True, max_length=64)
-    repo_url = StrictCharField(required=False, allow_blank=True, max_length=2000)
+    head_sha = StrictCharField(required=False, allow_blank=True, allow_null=True, max_length=64)
+    repo_url = StrictCharField(required=False, allow_blank=True, allow_null=True, max_length=2000)
 
     def to_internal_value(self, data):
         if isinstance(data, dict):
-            unknown = set(data) - EVIDENCE_KEYS
-            if unknown:
-                allowed = ", ".join(sorted(EVIDENCE_KEYS))
-                names = ", ".join(sorted(map(str, unknown)))
-                raise serializers.ValidationError(f"unknown keys: {names}; allowed: {allowed}")
+            reject_unknown_keys(data, EVIDENCE_KEYS)
         return super().to_internal_value(data)
 
     def validate_files(self, files):
+        if files is None:
+            return {}
         if len(files) > settings.EVIDENCE_MAX_FILES:
             # Counted again as a size limit (413) by the service; refusing here
             # would turn an oversize request into a 400.
