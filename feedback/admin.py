@@ -1,7 +1,7 @@
 from django.contrib import admin
 
 from feedback.models import ReviewAttempt, Submission
-from tutor.admin_scoping import CourseScopedAdmin, ReadOnlyAdmin
+from tutor.admin_scoping import CourseScopedAdmin, ReadOnlyAdmin, ScopedFilter
 
 
 class AttemptInline(admin.TabularInline):
@@ -37,7 +37,7 @@ class AttemptInline(admin.TabularInline):
 class SubmissionAdmin(CourseScopedAdmin, ReadOnlyAdmin):
     course_path = "task__course_id"
     list_display = ["submission_seq", "student", "task", "ci_source", "created_at"]
-    list_filter = ["task__course", "task", "ci_source", "attempts__status"]
+    list_filter = [("task__course", ScopedFilter), ("task", ScopedFilter), "ci_source", "attempts__status"]
     list_select_related = ["student", "task", "task__course"]
     search_fields = ["student__username", "snapshot_hash"]
     inlines = [AttemptInline]
@@ -50,6 +50,11 @@ class SubmissionAdmin(CourseScopedAdmin, ReadOnlyAdmin):
 class ReviewAttemptAdmin(CourseScopedAdmin, ReadOnlyAdmin):
     course_path = "submission__task__course_id"
     list_display = ["attempt_seq", "submission", "kind", "status", "error_code", "model", "created_at"]
-    list_filter = ["status", "kind", "submission__task__course", "submission__task"]
+    list_filter = [
+        "status",
+        "kind",
+        ("submission__task__course", ScopedFilter),
+        ("submission__task", ScopedFilter),
+    ]
     list_select_related = ["submission"]
     search_fields = ["submission__student__username"]

@@ -1,6 +1,6 @@
 from django.contrib import admin
 
-from tutor.admin_scoping import CourseScopedAdmin, ReadOnlyAdmin
+from tutor.admin_scoping import CourseScopedAdmin, ReadOnlyAdmin, ScopedFilter
 from tutor.models import Course, Enrollment, ModelCall, Rubric, Task
 
 
@@ -26,7 +26,7 @@ class CourseAdmin(CourseScopedAdmin):
 @admin.register(Task)
 class TaskAdmin(CourseScopedAdmin):
     list_display = ["slug", "title", "course", "rubric_version"]
-    list_filter = ["course"]
+    list_filter = [("course", ScopedFilter)]
     list_select_related = ["course", "current_rubric"]
     search_fields = ["slug", "title"]
     # Rubrics change only through import_course: a version is never edited.
@@ -44,14 +44,14 @@ class TaskAdmin(CourseScopedAdmin):
 class RubricAdmin(CourseScopedAdmin, ReadOnlyAdmin):
     course_path = "task__course_id"
     list_display = ["task", "version", "content_hash", "created_at"]
-    list_filter = ["task__course"]
+    list_filter = [("task__course", ScopedFilter)]
     list_select_related = ["task", "task__course"]
 
 
 @admin.register(Enrollment)
 class EnrollmentAdmin(CourseScopedAdmin):
     list_display = ["user", "course", "role", "created_at"]
-    list_filter = ["course", "role"]
+    list_filter = [("course", ScopedFilter), "role"]
     list_select_related = ["user", "course"]
     search_fields = ["user__username"]
     autocomplete_fields = ["user"]

@@ -7,6 +7,11 @@ from django.contrib import admin
 from tutor import access
 
 
+class ScopedFilter(admin.RelatedOnlyFieldListFilter):
+    """A related-object filter offering only objects that occur in the rows the
+    user may see, so another course's name never shows in the sidebar."""
+
+
 class CourseScopedAdmin(admin.ModelAdmin):
     """Non-superuser staff see only rows of courses they are staff of (SPEC §8).
 

@@ -176,3 +176,16 @@ def test_current_rubric_is_not_editable_on_the_task_page(courses, superuser_clie
 
     assert "current_rubric" not in response.context["adminform"].form.fields
     assert not response.context["inline_admin_formsets"][0].has_add_permission
+
+
+@pytest.mark.parametrize("model", ["task", "rubric", "enrollment"])
+def test_course_staff_filters_never_name_another_course(courses, course_staff_client, model):
+    second = make_course("second")
+    enroll(second, "carol")
+    enroll(second, "teacher", Enrollment.Role.STAFF)
+    response = changelist(course_staff_client, model)
+
+    assert response.status_code == 200
+    (course_filter,) = [spec for spec in response.context["cl"].filter_specs if "course" in spec.field_path]
+    offered = {label for _, label in course_filter.lookup_choices}
+    assert offered == {"mine", "second"}  # never the other course's name
