@@ -1,0 +1,209 @@
+"""``manage.py bench_context`` (SPEC §10): seeding with gapless sequence
+numbers, the measured table and ratio, reuse, clean-up, and refusals."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from io import StringIO
+from pathlib import Path
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.core.management import call_command
+from django.core.management.base import CommandError
+from django.db import transaction
+from rest_framework.authtoken.models import Token
+
+from feedback.models import AttemptStatus, Counter, ReviewAttempt, Submission
+from feedback.services import next_seq
+from tests.factories import client_for, make_attempt, make_course, make_submission
+from tutor.models import Course, Enrollment, Rubric, Task, TutorMessage, TutorSession
+
+ROOT = Path(__file__).resolve().parents[2]
+TINY = ["--submissions", "300", "--students", "5", "--messages", "30", "--requests", "5", "--warmup", "1"]
+RATIO_LINE = re.compile(
+    r"^context/trivial median ratio: \d+\.\dx "
+    r"\(context \d+\.\d ms, trivial \d+\.\d ms, (?P<context>\d+) vs (?P<trivial>\d+) queries\)$",
+    re.MULTILINE,
+)
+TABLE_ROW = re.compile(
+    r"^GET (?P<path>\S+)\s+(?P<requests>\d+)\s+[\d.]+\s+[\d.]+\s+[\d.]+\s+(?P<queries>\d+)$", re.MULTILINE
+)
+MODELS = (Course, Task, Rubric, Enrollment, Token, Submission, ReviewAttempt, TutorSession, TutorMessage)
+
+
+def run_bench(*args: str) -> str:
+    out = StringIO()
+    call_command("bench_context", *args, stdout=out)
+    return out.getvalue()
+
+
+def counter(name: str) -> int:
+    return Counter.objects.get(name=name).value
+
+
+def row_counts() -> dict[str, int]:
+    counts = {model.__name__: model.objects.count() for model in MODELS}
+    counts["User"] = get_user_model().objects.count()
+    return counts
+
+
+def test_bench_prints_the_table_and_the_ratio_with_real_query_counts(db, django_assert_num_queries):
+    out = run_bench(*TINY, "--keep")
+
+    ratio = RATIO_LINE.search(out)
+    assert ratio, out
+    rows = {m["path"]: m for m in TABLE_ROW.finditer(out)}
+    assert set(rows) == {"/api/tutor/context/", "/api/courses/"}
+    assert rows["/api/tutor/context/"]["queries"] == ratio["context"]
+    assert rows["/api/courses/"]["queries"] == ratio["trivial"]
+    assert {m["requests"] for m in rows.values()} == {"5"}
+    assert "submissions: 300/300 (100%)" in out
+    # The measured student's latest review is a completed FAIL: the costliest block.
+    assert "Context: feedback state current" in out
+    # The printed counts are what the two requests really cost.
+    student = get_user_model().objects.get(username="bench-student-00001")
+    task = Task.objects.get(course__slug="bench", slug="t01")
+    client = client_for(student)
+    with django_assert_num_queries(int(ratio["context"])):
+        assert client.get("/api/tutor/context/", {"task": task.pk, "message": "hi"}).status_code == 200
+    with django_assert_num_queries(int(ratio["trivial"])):
+        assert client.get("/api/courses/").status_code == 200
+
+
+def test_seeded_sequences_are_gapless_and_the_counters_match_the_max(db, task, student):
+    earlier = make_submission(student, task)  # numbers taken before the bench
+    make_attempt(earlier)
+
+    run_bench(*TINY, "--keep")
+
+    seqs = sorted(Submission.objects.values_list("submission_seq", flat=True))
+    assert seqs == list(range(1, 302))
+    assert counter("submission") == seqs[-1]
+    attempt_seqs = sorted(ReviewAttempt.objects.values_list("attempt_seq", flat=True))
+    assert attempt_seqs == list(range(1, len(attempt_seqs) + 1))
+    assert counter("attempt") == attempt_seqs[-1]
+    # The next real submission continues the sequence.
+    with transaction.atomic():
+        assert next_seq("submission") == 302
+
+
+def test_seeded_rows_are_realistic_histories(db):
+    run_bench(*TINY, "--keep")
+
+    bench = Submission.objects.filter(task__course__slug="bench")
+    attempts_per_submission = {s.attempts.count() for s in bench}
+    assert attempts_per_submission <= {1, 2, 3}
+    assert len(attempts_per_submission) > 1
+    statuses = set(ReviewAttempt.objects.values_list("status", flat=True))
+    assert statuses == {AttemptStatus.COMPLETED, AttemptStatus.UNAVAILABLE, AttemptStatus.QUEUED}
+    overall = {a.result["overall"] for a in ReviewAttempt.objects.filter(status=AttemptStatus.COMPLETED)}
+    assert {"PASS", "FAIL"} <= overall
+    # Queued bench attempts are never dispatched, so the sweep leaves them alone.
+    assert not ReviewAttempt.objects.filter(status=AttemptStatus.QUEUED, dispatched_at__isnull=False).exists()
+    # ``previous`` is the same student's prior submission of the same task.
+    latest: dict[tuple, object] = {}
+    for s in bench.order_by("submission_seq"):
+        assert s.previous_id == latest.get((s.student_id, s.task_id))
+        latest[(s.student_id, s.task_id)] = s.pk
+    session = TutorSession.objects.get(task__course__slug="bench")
+    assert session.message_count == TutorMessage.objects.filter(session=session).count() == 30
+    assert Enrollment.objects.filter(course__slug="bench", role=Enrollment.Role.STUDENT).count() == 5
+
+
+def test_without_keep_nothing_is_left_behind(db):
+    before = row_counts()
+    submission_counter = (
+        Counter.objects.filter(name="submission").values_list("value", flat=True).first() or 0
+    )
+
+    out = run_bench(*TINY)
+
+    assert row_counts() == before
+    assert "deleting submissions: 300/300 (100%)" in out
+    assert "deleting students: 5/5 (100%)" in out
+    assert RATIO_LINE.search(out)
+    # Numbers of deleted rows are not handed out again (SPEC §2: never reused).
+    assert counter("submission") == submission_counter + 300
+
+
+def test_the_same_sizes_reuse_the_seeded_course(db):
+    run_bench(*TINY, "--keep")
+    ids = set(Submission.objects.values_list("pk", flat=True))
+    counters = (counter("submission"), counter("attempt"))
+
+    out = run_bench(*TINY, "--keep")
+
+    assert "Reusing the seeded bench course (5 students, 300 submissions, 30 messages)." in out
+    assert set(Submission.objects.values_list("pk", flat=True)) == ids
+    assert (counter("submission"), counter("attempt")) == counters
+
+
+def test_other_sizes_seed_the_course_again(db):
+    run_bench(*TINY, "--keep")
+
+    out = run_bench(*TINY, "--submissions", "200", "--keep")
+
+    assert "holds 5 students, 300 submissions, 30 messages: seeding it again" in out
+    seqs = sorted(Submission.objects.values_list("submission_seq", flat=True))
+    assert seqs == list(range(301, 501))  # the deleted 1-300 are not reused
+    assert counter("submission") == 500
+
+
+def test_a_course_named_bench_that_the_command_did_not_make_is_left_alone(db):
+    course = make_course("bench")
+
+    with pytest.raises(CommandError, match="not made by bench_context"):
+        run_bench(*TINY)
+
+    assert Course.objects.get(slug="bench").title == course.title
+    assert Task.objects.filter(course=course).exists()
+
+
+def test_users_named_like_bench_students_are_refused(db):
+    get_user_model().objects.create_user(username="bench-student-00001")
+
+    with pytest.raises(CommandError, match="bench-student-"):
+        run_bench(*TINY)
+
+    assert not Course.objects.filter(slug="bench").exists()
+
+
+@pytest.mark.parametrize(
+    ("option", "value", "message"),
+    [
+        ("--submissions", "0", "--submissions must be at least 1, got 0"),
+        ("--students", "0", "--students must be at least 1, got 0"),
+        ("--messages", "-1", "--messages must be at least 0, got -1"),
+        ("--requests", "0", "--requests must be at least 1, got 0"),
+        ("--warmup", "-5", "--warmup must be at least 0, got -5"),
+        ("--submissions", "many", "invalid int value: 'many'"),
+    ],
+)
+def test_bad_options_are_refused_before_anything_is_written(db, option, value, message):
+    before = row_counts()
+
+    with pytest.raises(CommandError, match=re.escape(message)):
+        run_bench(*TINY, option, value)
+
+    assert row_counts() == before
+
+
+@pytest.mark.parametrize(("args", "code"), [(["--submissions", "0"], 1), (["--requests", "x"], 2)])
+def test_bad_options_exit_non_zero_from_the_command_line(args, code):
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "tests.settings"}
+    done = subprocess.run(
+        [sys.executable, "manage.py", "bench_context", *args],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+    assert done.returncode == code
+    assert args[0] in done.stderr
+    assert done.stdout == ""
