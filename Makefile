@@ -6,7 +6,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 HOST ?= 127.0.0.1:8000
 
-.PHONY: run test install install-dev lint clean
+.PHONY: run test install install-dev lint clean fuzz bench
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -26,9 +26,19 @@ run: install
 test: install-dev
 	$(PY) -m pytest $(PYTEST_ARGS)
 
+# Schema-driven fuzzing of the embedded server (.ci/fuzz.sh; FUZZ_MAX_EXAMPLES, FUZZ_SEED).
+fuzz: install
+	VENV=$(VENV) PYTHON=$(PYTHON) bash .ci/fuzz.sh
+
 lint: install-dev
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 
+# Context endpoint latency against a trivial endpoint at SPEC §10 volumes, on the
+# configured database (the embedded SQLite file by default); BENCH_ARGS, e.g. --keep.
+bench: install
+	DEBUG=1 $(PY) manage.py migrate --noinput
+	DEBUG=1 $(PY) manage.py bench_context $(BENCH_ARGS)
+
 clean:
-	rm -rf $(VENV) db.sqlite3* test_db*.sqlite3* *.egg-info
+	rm -rf $(VENV) .venv-fuzz db.sqlite3* test_db*.sqlite3* *.egg-info
