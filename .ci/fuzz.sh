@@ -169,12 +169,65 @@ done
     { tail -n 50 "$SERVER_LOG" >&2; die "$BASE/api/schema/ did not answer within 30 s"; }
 say "server ready"
 
+# --- real ids ----------------------------------------------------------------------
+# Random UUIDs stop at the 404 of the object lookup. A submission (with its
+# attempt) and a tutor session made through the API give the fuzzer ids that
+# exist, bound with a probability, so that most cases reach the views' logic and
+# the rest still probe unknown ids.
+"$PY" - "$BASE" "${TOKENS[student]}" >"$WORK/ids.env" <<'PYEOF' || die "could not create the objects the fuzzer starts from"
+import json
+import shlex
+import sys
+import urllib.request
+
+base, token = sys.argv[1], sys.argv[2]
+
+
+def call(method, path, body=None):
+    request = urllib.request.Request(
+        base + path,
+        method=method,
+        data=None if body is None else json.dumps(body).encode(),
+        headers={"Authorization": f"Token {token}", "Content-Type": "application/json"},
+    )
+    with urllib.request.urlopen(request, timeout=30) as response:
+        return json.load(response)
+
+
+tasks = [t["id"] for t in call("GET", "/api/tasks/")["results"]]
+evidence = {"report": "first() returns undefined", "ci": {"status": "failed", "exit_code": 1}}
+submission = call("POST", "/api/submissions/", {"task": tasks[0], "evidence": evidence})
+session = call("POST", "/api/tutor/sessions/", {"task": tasks[0]})
+call("POST", f"/api/tutor/sessions/{session['id']}/messages/", {"content": "what now?"})
+object_ids = [submission["id"]] + [a["id"] for a in submission["attempts"]]
+for name, ids in (("TASK_IDS", tasks), ("OBJECT_IDS", object_ids), ("SESSION_IDS", [session["id"]])):
+    print(f"{name}={shlex.quote(json.dumps(ids))}")
+PYEOF
+# shellcheck disable=SC1091
+source "$WORK/ids.env"
+cat >"$WORK/schemathesis.toml" <<TOML
+[dictionaries.task_ids]
+values = $TASK_IDS
+[dictionaries.object_ids]
+values = $OBJECT_IDS
+[dictionaries.session_ids]
+values = $SESSION_IDS
+
+[parameters]
+"path.id" = { dictionary = "object_ids", probability = 0.8 }
+"path.session_id" = { dictionary = "session_ids", probability = 0.8 }
+"query.task" = { dictionary = "task_ids", probability = 0.8 }
+"body.task" = { dictionary = "task_ids", probability = 0.8 }
+TOML
+say "fuzzing from real ids: tasks $TASK_IDS, objects $OBJECT_IDS, sessions $SESSION_IDS"
+
 # --- one run per role -------------------------------------------------------------
 FAILED=()
 SUMMARY=()
 for entry in "${ROLES[@]}"; do
     role=${entry%%:*} user=${entry#*:}
     args=(
+        --config-file "$WORK/schemathesis.toml"
         run "$BASE/api/schema/"
         -H "Authorization: Token ${TOKENS[$role]}"
         --checks not_a_server_error
