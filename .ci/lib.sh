@@ -25,6 +25,8 @@ pg_bindir() {
 ensure_packages() {
     local missing=()
     [[ -n "$(pg_bindir)" ]] || missing+=(postgresql)
+    # The cluster runs as the postgres user, which the package creates.
+    id postgres >/dev/null 2>&1 || missing+=(postgresql)
     command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
     if ((${#missing[@]})); then
         [[ $EUID -eq 0 ]] || die "missing Debian packages: ${missing[*]} (run as root, or install them)"
