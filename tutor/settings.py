@@ -7,6 +7,7 @@ validated here so that a bad one stops start-up with a message naming it.
 
 from __future__ import annotations
 
+import secrets
 from pathlib import Path
 
 import dj_database_url
@@ -18,10 +19,14 @@ BASE_DIR = Path(__file__).resolve().parent.parent
 
 DEBUG = env_bool("DEBUG", False)
 SECRET_KEY = env_str("SECRET_KEY")
+# The key signs what the web process hands out (sessions, CSRF tokens), so the
+# web entry points (tutor.wsgi, tutor.asgi) refuse to start without one unless
+# DEBUG is on. Management commands and workers sign nothing that outlives
+# them: they get a throwaway key, so `manage.py migrate` or `import_course`
+# runs without one.
+SECRET_KEY_FROM_ENV = SECRET_KEY is not None
 if SECRET_KEY is None:
-    if not DEBUG:
-        raise ImproperlyConfigured("SECRET_KEY must be set when DEBUG is off")
-    SECRET_KEY = "insecure-development-key-only-for-DEBUG"  # noqa: S105
+    SECRET_KEY = "insecure-development-key-only-for-DEBUG" if DEBUG else secrets.token_urlsafe(50)
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]"] if DEBUG else [])
 
 INSTALLED_APPS = [

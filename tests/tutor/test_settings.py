@@ -112,11 +112,30 @@ def test_timeouts_that_do_not_nest_stop_start_up(env, named):
     assert named in result.stderr
 
 
-def test_missing_secret_key_outside_debug_stops_start_up():
-    result = start(SECRET_KEY="")
+@pytest.mark.parametrize("entry_point", ["tutor.wsgi", "tutor.asgi"])
+def test_missing_secret_key_outside_debug_stops_the_web_process(entry_point):
+    result = start(f"import {entry_point}", SECRET_KEY="")
 
     assert result.returncode != 0
-    assert "SECRET_KEY" in result.stderr
+    assert "SECRET_KEY must be set when DEBUG is off" in result.stderr
+
+
+@pytest.mark.parametrize("entry_point", ["tutor.wsgi", "tutor.asgi"])
+def test_web_process_starts_with_a_secret_key(entry_point):
+    result = start(f"import {entry_point}")
+
+    assert result.returncode == 0, result.stderr
+
+
+def test_management_commands_run_without_a_secret_key():
+    # migrate, import_course, enroll and makemigrations sign nothing that outlives them.
+    result = start(
+        "import django; django.setup(); from django.conf import settings; "
+        "assert len(settings.SECRET_KEY) > 40 and not settings.SECRET_KEY_FROM_ENV",
+        SECRET_KEY="",
+    )
+
+    assert result.returncode == 0, result.stderr
 
 
 def test_model_server_without_model_name_stops_start_up():
