@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import django_filters
 from django.conf import settings
-from django.db.models import Prefetch, Q
+from django.db.models import Prefetch
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.exceptions import PermissionDenied, ValidationError
 from rest_framework.response import Response
 
-from feedback.evidence import EvidenceTooLarge
 from feedback.models import CiSource, ReviewAttempt, Submission
+from feedback.selectors import visible_submissions
 from feedback.serializers import (
     AttemptSerializer,
     ReviewRequestSerializer,
@@ -20,28 +20,13 @@ from feedback.serializers import (
     SubmissionSerializer,
     VerdictSerializer,
 )
-from feedback.services import (
-    ReviewNotAllowed,
-    VerdictError,
-    review_request,
-    staff_verdict_create,
-    submission_create,
-)
+from feedback.services.intake import review_request, submission_create
+from feedback.services.verdicts import staff_verdict_create
 from tutor import access
-from tutor.errors import Conflict, PayloadTooLarge
+from tutor.errors import PayloadTooLarge
 from tutor.models import Enrollment, Task
 from tutor.pagination import SeqCursorPagination
 from tutor.throttling import WriteThrottle
-
-
-def visible_submissions(user):
-    """Own submissions, those a service account sent, and staff's courses' (SPEC §7)."""
-    qs = Submission.objects.select_related("student", "task")
-    if user.is_superuser:
-        return qs
-    return qs.filter(
-        Q(student=user) | Q(submitted_by=user) | Q(task__course_id__in=access.staff_course_ids(user))
-    )
 
 
 class SubmissionFilter(django_filters.FilterSet):
@@ -95,16 +80,13 @@ class SubmissionViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewse
         if task.current_rubric_id is None:
             raise ValidationError({"task": ["this task has no rubric yet, so it cannot be reviewed"]})
         student, ci_source = self._student_for(request.user, role, task, data.get("student"))
-        try:
-            submission = submission_create(
-                student=student,
-                task=task,
-                evidence=data["evidence"],
-                submitted_by=request.user,
-                ci_source=ci_source,
-            )
-        except EvidenceTooLarge as exc:
-            raise PayloadTooLarge(str(exc)) from None
+        submission = submission_create(
+            student=student,
+            task=task,
+            evidence=data["evidence"],
+            submitted_by=request.user,
+            ci_source=ci_source,
+        )
         # Serialized after the commit, so the first attempt shows its state
         # after dispatch (completed at once in the eager mode).
         return Response(self._fresh(submission.pk), status=status.HTTP_201_CREATED)
@@ -146,15 +128,12 @@ class SubmissionViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewse
             raise PermissionDenied("only the student or course staff may ask for a review")
         if serializer.validated_data["force"] and not is_staff:
             raise PermissionDenied("only course staff may force a fresh review")
-        try:
-            attempt = review_request(
-                submission=submission,
-                user=request.user,
-                is_staff=is_staff,
-                force=serializer.validated_data["force"],
-            )
-        except ReviewNotAllowed as exc:
-            raise Conflict(str(exc)) from None
+        attempt = review_request(
+            submission=submission,
+            user=request.user,
+            is_staff=is_staff,
+            force=serializer.validated_data["force"],
+        )
         attempt.refresh_from_db()
         return Response(AttemptSerializer(attempt).data, status=status.HTTP_201_CREATED)
 
@@ -168,15 +147,12 @@ class SubmissionViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewse
             raise PermissionDenied("only course staff may give a verdict")
         serializer = VerdictSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
-        try:
-            attempt = staff_verdict_create(
-                submission=submission, staff=request.user, criteria=serializer.validated_data["criteria"]
-            )
-        except VerdictError as exc:
-            # Nested like DRF's own list errors, so the field path reads
-            # ``criteria.<index>.rubric_id`` in the error shape, as for a bad status.
-            items: list[dict] = [{} for _ in range(exc.index)]
-            raise ValidationError({"criteria": [*items, {"rubric_id": [str(exc)]}]}) from None
+        attempt = staff_verdict_create(
+            submission=submission,
+            staff=request.user,
+            criteria=serializer.validated_data["criteria"],
+            next_step=serializer.validated_data.get("next_step"),
+        )
         return Response(AttemptSerializer(attempt).data, status=status.HTTP_201_CREATED)
 
 

@@ -15,6 +15,7 @@ from django.conf import settings
 
 from feedback.selectors import FeedbackSelection, FeedbackState, InvalidReason
 from tutor.fencing import escape_data, fence
+from tutor.rubrics import RUBRIC_ID_MAX_CHARS
 from tutor.sections import cut
 
 # SPEC §3 budget: characters, Python len.
@@ -24,7 +25,7 @@ FEEDBACK_CRITERION_CHARS = 80  # per item, including the trailing "…"
 FEEDBACK_REASON_CHARS = 120  # per item, including the trailing "…"
 FEEDBACK_EVIDENCE_CHARS = 120  # per item, including the trailing "…"
 FEEDBACK_NEXT_STEP_CHARS = 160  # one per block, including the trailing "…"
-FEEDBACK_RUBRIC_ID_CHARS = 64  # identifiers are never cut: longer rejects the record
+FEEDBACK_RUBRIC_ID_CHARS = RUBRIC_ID_MAX_CHARS  # identifiers are never cut: longer rejects the record
 
 FEEDBACK_FENCE_NAME = "REVIEW_FEEDBACK"
 

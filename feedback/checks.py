@@ -4,7 +4,8 @@ criteria without a check are decided elsewhere."""
 
 from __future__ import annotations
 
-from feedback.results import Basis, Verdict, criterion_result
+from feedback.results import Basis, criterion_result
+from tutor.rubrics import Verdict
 
 LOG_TAIL_CHARS = 300  # how much of a CI log a reason may quote
 

@@ -8,8 +8,10 @@ from typing import Any
 
 from django.conf import settings
 
+from tutor.errors import PayloadTooLarge
 
-class EvidenceTooLarge(ValueError):
+
+class EvidenceTooLarge(PayloadTooLarge):
     """Evidence over a size limit: the API answers 413 and stores nothing."""
 
 

@@ -55,6 +55,9 @@ class Submission(models.Model):
         indexes = [
             # "latest submission of (student, task)" -- SPEC §3
             models.Index(fields=["student", "task", "-submission_seq"], name="submission_latest_idx"),
+            # the review cache: the same student's same task on identical evidence
+            # (feedback.services.intake._reusable_attempt) -- SPEC §2 cache
+            models.Index(fields=["student", "task", "snapshot_hash"], name="submission_cache_idx"),
         ]
         constraints = [
             models.CheckConstraint(condition=Q(submission_seq__gt=0), name="submission_seq_positive"),
@@ -140,8 +143,16 @@ class ReviewAttempt(models.Model):
     class Meta:
         ordering = ["-attempt_seq"]
         indexes = [
+            # "newest (compatible) attempt of a submission" -- SPEC §3
             models.Index(fields=["submission", "-attempt_seq"], name="attempt_newest_idx"),
-            models.Index(fields=["status", "created_at"], name="attempt_sweep_idx"),
+            # the sweep's two work queues (feedback.services.worker.attempts_sweep):
+            # queued attempts by last dispatch, running ones by claim time
+            models.Index(
+                fields=["dispatched_at"], condition=Q(status="queued"), name="attempt_queued_dispatch_idx"
+            ),
+            models.Index(
+                fields=["claimed_at"], condition=Q(status="running"), name="attempt_running_claim_idx"
+            ),
         ]
         constraints = [
             models.CheckConstraint(condition=Q(attempt_seq__gt=0), name="attempt_seq_positive"),

@@ -15,11 +15,12 @@ from django.conf import settings
 
 from feedback.checks import run_machine_check
 from feedback.models import AttemptStatus, ErrorCode, ReviewAttempt
-from feedback.results import Basis, Verdict, aggregate_overall, criterion_result, default_next_step
+from feedback.results import Basis, aggregate_overall, criterion_result, default_next_step
 from feedback.reviewer import review_semantic
-from feedback.services import attempt_claim, attempt_complete, attempt_failed
+from feedback.services.worker import attempt_claim, attempt_complete, attempt_failed
 from tutor import llm
-from tutor.middleware import reset_correlation_id, set_correlation_id
+from tutor.correlation import reset_correlation_id, set_correlation_id
+from tutor.rubrics import Verdict
 
 log = logging.getLogger(__name__)
 

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.db import models
 
-
-class Verdict(models.TextChoices):
-    PASS = "PASS"
-    FAIL = "FAIL"
-    NEED_REVIEW = "NEED_REVIEW"
+from tutor.rubrics import CriterionKind, Verdict
 
 
 class Basis(models.TextChoices):
@@ -35,7 +33,7 @@ def criterion_result(criterion: dict, status: str, reason: str, evidence: str, b
 def aggregate_overall(criteria: list[dict]) -> str:
     """FAIL if any acceptance criterion FAILs, else NEED_REVIEW if any is
     NEED_REVIEW, else PASS. Learning criteria never block (SPEC §2)."""
-    acceptance = [c["status"] for c in criteria if c["kind"] == "acceptance"]
+    acceptance = [c["status"] for c in criteria if c["kind"] == CriterionKind.ACCEPTANCE]
     if Verdict.FAIL in acceptance:
         return Verdict.FAIL
     if Verdict.NEED_REVIEW in acceptance:
@@ -47,7 +45,52 @@ def default_next_step(criteria: list[dict]) -> str:
     """Without a model's advice: point at the first blocking acceptance item."""
     for wanted in (Verdict.FAIL, Verdict.NEED_REVIEW):
         for c in criteria:
-            if c["kind"] == "acceptance" and c["status"] == wanted:
+            if c["kind"] == CriterionKind.ACCEPTANCE and c["status"] == wanted:
                 verb = "Fix" if wanted == Verdict.FAIL else "Ask staff to check"
                 return f"{verb} {c['rubric_id']}: {c['criterion']}"
     return "All acceptance criteria pass."
+
+
+CRITERION_STRING_KEYS = ("rubric_id", "criterion", "kind", "status", "reason", "evidence", "basis")
+
+
+def result_contract_error(result: Any, *, rubric_id_chars: int) -> str | None:
+    """What makes a completed attempt's ``result`` unusable, or None.
+
+    The contract is the result shape of SPEC §2. Identifiers are never cut
+    (SPEC §3): a ``rubric_id`` over the limit rejects the whole record, and so
+    does an ``overall`` that contradicts its own criteria -- a PASS over a
+    failing acceptance criterion would hide the to-do list.
+    """
+    if not isinstance(result, dict):
+        return "result is not an object"
+    criteria = result.get("criteria")
+    if not isinstance(criteria, list):
+        return "criteria is missing or not a list"
+    seen: set[str] = set()
+    for i, criterion in enumerate(criteria):
+        if not isinstance(criterion, dict):
+            return f"criteria[{i}] is not an object"
+        for key in CRITERION_STRING_KEYS:
+            if not isinstance(criterion.get(key), str):
+                return f"criteria[{i}].{key} is missing or not a string"
+        rubric_id = criterion["rubric_id"]
+        if not rubric_id or len(rubric_id) > rubric_id_chars:
+            return f"criteria[{i}].rubric_id must have 1-{rubric_id_chars} characters"
+        if rubric_id in seen:
+            return f"criteria[{i}].rubric_id {rubric_id!r} appears twice"
+        seen.add(rubric_id)
+        if criterion["kind"] not in CriterionKind.values:
+            return f"criteria[{i}].kind {criterion['kind']!r} is unknown"
+        if criterion["status"] not in Verdict.values:
+            return f"criteria[{i}].status {criterion['status']!r} is unknown"
+        if criterion["basis"] not in Basis.values:
+            return f"criteria[{i}].basis {criterion['basis']!r} is unknown"
+    if not isinstance(result.get("next_step"), str):
+        return "next_step is missing or not a string"
+    overall = result.get("overall")
+    if not isinstance(overall, str) or overall not in Verdict.values:
+        return f"overall {overall!r} is unknown"
+    if overall != aggregate_overall(criteria):
+        return f"overall {overall} contradicts its criteria ({aggregate_overall(criteria)})"
+    return None

@@ -12,10 +12,11 @@ from django.db.models import OuterRef, Q, Subquery
 from django.db.models.functions import Coalesce
 
 from feedback.models import AttemptStatus, ReviewAttempt, Submission
-from feedback.results import Basis, Verdict, aggregate_overall
+from feedback.results import result_contract_error
 from feedback.versions import NoRubric, Versions, current_versions
-from tutor.coursefile import CRITERION_KINDS
+from tutor import access
 from tutor.models import Task
+from tutor.rubrics import CriterionKind, Verdict
 
 log = logging.getLogger(__name__)
 
@@ -34,9 +35,6 @@ class InvalidReason(models.TextChoices):
     ATTEMPT_INVALID = "attempt_invalid"  # the review itself ended invalid (repair loop gave up)
     CONTRACT_VIOLATION = "contract_violation"  # the stored result breaks the result contract
     CONTEXT_BUDGET_EXCEEDED = "context_budget_exceeded"  # set by the block, never by the selector
-
-
-CRITERION_STRING_KEYS = ("rubric_id", "criterion", "kind", "status", "reason", "evidence", "basis")
 
 
 @dataclass(frozen=True)
@@ -75,7 +73,9 @@ class FeedbackSelection:
         if self.state != FeedbackState.CURRENT:
             return []
         blocking = [
-            c for c in self.result["criteria"] if c["kind"] == "acceptance" and c["status"] != Verdict.PASS
+            c
+            for c in self.result["criteria"]
+            if c["kind"] == CriterionKind.ACCEPTANCE and c["status"] != Verdict.PASS
         ]
         return sorted(blocking, key=lambda c: (c["status"] != Verdict.FAIL, c["rubric_id"]))
 
@@ -84,48 +84,6 @@ class FeedbackSelection:
         if self.state not in (FeedbackState.CURRENT, FeedbackState.PASSED):
             return None
         return self.result["next_step"]
-
-
-def result_contract_error(result: Any, *, rubric_id_chars: int) -> str | None:
-    """What makes a completed attempt's ``result`` unusable, or None.
-
-    The contract is the result shape of SPEC §2. Identifiers are never cut
-    (SPEC §3): a ``rubric_id`` over the limit rejects the whole record, and so
-    does an ``overall`` that contradicts its own criteria -- a PASS over a
-    failing acceptance criterion would hide the to-do list.
-    """
-    if not isinstance(result, dict):
-        return "result is not an object"
-    criteria = result.get("criteria")
-    if not isinstance(criteria, list):
-        return "criteria is missing or not a list"
-    seen: set[str] = set()
-    for i, criterion in enumerate(criteria):
-        if not isinstance(criterion, dict):
-            return f"criteria[{i}] is not an object"
-        for key in CRITERION_STRING_KEYS:
-            if not isinstance(criterion.get(key), str):
-                return f"criteria[{i}].{key} is missing or not a string"
-        rubric_id = criterion["rubric_id"]
-        if not rubric_id or len(rubric_id) > rubric_id_chars:
-            return f"criteria[{i}].rubric_id must have 1-{rubric_id_chars} characters"
-        if rubric_id in seen:
-            return f"criteria[{i}].rubric_id {rubric_id!r} appears twice"
-        seen.add(rubric_id)
-        if criterion["kind"] not in CRITERION_KINDS:
-            return f"criteria[{i}].kind {criterion['kind']!r} is unknown"
-        if criterion["status"] not in Verdict.values:
-            return f"criteria[{i}].status {criterion['status']!r} is unknown"
-        if criterion["basis"] not in Basis.values:
-            return f"criteria[{i}].basis {criterion['basis']!r} is unknown"
-    if not isinstance(result.get("next_step"), str):
-        return "next_step is missing or not a string"
-    overall = result.get("overall")
-    if not isinstance(overall, str) or overall not in Verdict.values:
-        return f"overall {overall!r} is unknown"
-    if overall != aggregate_overall(criteria):
-        return f"overall {overall} contradicts its criteria ({aggregate_overall(criteria)})"
-    return None
 
 
 _ROW_FIELDS = {
@@ -262,4 +220,14 @@ def select_feedback(student, task: Task) -> FeedbackSelection:
     state = FeedbackState.PASSED if result["overall"] == Verdict.PASS else FeedbackState.CURRENT
     return FeedbackSelection(
         state=state, review_status=result["overall"], result=result, **submission, **attempt
+    )
+
+
+def visible_submissions(user):
+    """Own submissions, those a service account sent, and staff's courses' (SPEC §7)."""
+    qs = Submission.objects.select_related("student", "task")
+    if user.is_superuser:
+        return qs
+    return qs.filter(
+        Q(student=user) | Q(submitted_by=user) | Q(task__course_id__in=access.staff_course_ids(user))
     )

@@ -5,12 +5,13 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from feedback.models import ReviewAttempt, Submission
-from feedback.results import Verdict
+from tutor.rubrics import Verdict
 
 EVIDENCE_KEYS = {"report", "files", "ci", "head_sha", "repo_url"}
 FILE_PATH_MAX_CHARS = 1024
 LOG_TAIL_MAX_CHARS = 64 * 1024
 VERDICT_REASON_MAX_CHARS = 2000
+VERDICT_NEXT_STEP_MAX_CHARS = 2000
 
 
 class StrictCharField(serializers.CharField):
@@ -158,6 +159,11 @@ class VerdictItemSerializer(serializers.Serializer):
 
 class VerdictSerializer(serializers.Serializer):
     criteria = VerdictItemSerializer(many=True, allow_empty=False, max_length=200)
+    # SPEC §2: the staff member's own next step; without it, the earlier one is
+    # kept only while it still names a criterion that is not PASS.
+    next_step = serializers.CharField(
+        required=False, allow_blank=True, max_length=VERDICT_NEXT_STEP_MAX_CHARS
+    )
 
     def validate_criteria(self, criteria):
         seen = set()

@@ -20,6 +20,6 @@ def review_attempt(attempt_id: str) -> str | None:
 
 @shared_task(name="feedback.tasks.sweep_attempts", ignore_result=True)
 def sweep_attempts() -> dict:
-    from feedback.services import attempts_sweep
+    from feedback.services.worker import attempts_sweep
 
     return attempts_sweep()

@@ -14,7 +14,7 @@ from rest_framework.test import APIClient
 from feedback.evidence import normalize_evidence, snapshot_hash
 from feedback.models import AttemptStatus, ReviewAttempt, Submission
 from feedback.results import aggregate_overall
-from feedback.services import next_seq
+from feedback.services.sequences import next_seq
 from feedback.versions import current_versions
 from tutor.coursefile import course_import, validate_course
 from tutor.models import Course, Enrollment, Task

@@ -15,20 +15,19 @@ from typing import Any
 import yaml
 from django.db import transaction
 
-from tutor.models import Course, Rubric, Task
+from tutor.audit import audit_record
+from tutor.errors import DomainError
+from tutor.models import AuditEvent, Course, Rubric, Task
+from tutor.rubrics import RUBRIC_ID_MAX_CHARS, CheckType, CriterionKind, Visibility
 
-RUBRIC_ID_MAX_CHARS = 64  # SPEC §3: identifiers are never cut, longer ones are refused
 SLUG_MAX_CHARS = 64
-CRITERION_KINDS = ("acceptance", "learning")
-CHECK_TYPES = ("ci_passed", "file_exists", "contains", "semantic")
 
 
-class CourseFileError(ValueError):
+class CourseFileError(DomainError):
     """A malformed course file; ``field`` is the path of the offending value."""
 
     def __init__(self, field: str, message: str):
-        super().__init__(f"{field}: {message}")
-        self.field = field
+        super().__init__(f"invalid course file: {field}: {message}", field=field)
 
 
 def load_course_file(path: str | Path) -> Any:
@@ -84,8 +83,8 @@ def validate_check(check: Any, where: str) -> dict | None:
     if not isinstance(check, dict):
         raise CourseFileError(where, "must be a mapping with a 'type'")
     kind = check.get("type")
-    if kind not in CHECK_TYPES:
-        raise CourseFileError(f"{where}.type", f"must be one of {', '.join(CHECK_TYPES)}")
+    if kind not in CheckType.values:
+        raise CourseFileError(f"{where}.type", f"must be one of {', '.join(CheckType.values)}")
     if kind in ("ci_passed", "semantic"):
         extra = set(check) - {"type"}
         if extra:
@@ -138,15 +137,26 @@ def validate_criteria(criteria: Any, where: str) -> list[dict]:
             raise CourseFileError(f"{at}.id", f"duplicate criterion id {cid!r}")
         seen.add(cid)
         kind = item.get("kind")
-        if kind not in CRITERION_KINDS:
+        if kind not in CriterionKind.values:
             raise CourseFileError(f"{at}.kind", "must be 'acceptance' or 'learning'")
         text = _str(item, "text", f"{at}.")
-        extra = set(item) - {"id", "kind", "text", "check"}
+        extra = set(item) - {"id", "kind", "text", "check", "visibility"}
         if extra:
             raise CourseFileError(at, f"unexpected keys: {', '.join(sorted(extra))}")
-        cleaned.append(
-            {"id": cid, "kind": kind, "text": text, "check": validate_check(item.get("check"), f"{at}.check")}
-        )
+        entry = {
+            "id": cid,
+            "kind": kind,
+            "text": text,
+            "check": validate_check(item.get("check"), f"{at}.check"),
+        }
+        visibility = item.get("visibility", Visibility.VISIBLE)
+        if visibility not in Visibility.values:
+            raise CourseFileError(f"{at}.visibility", "must be 'visible' or 'hidden'")
+        # Only a hidden criterion carries the key: the content hash of every
+        # rubric written before visibility existed stays what it was.
+        if visibility == Visibility.HIDDEN:
+            entry["visibility"] = Visibility.HIDDEN.value
+        cleaned.append(entry)
     return cleaned
 
 
@@ -230,16 +240,19 @@ class ImportReport:
     rubric_changed: list[Task] = field(default_factory=list)
 
 
-def course_import(*, spec: CourseSpec) -> ImportReport:
+def course_import(*, spec: CourseSpec, actor=None, source: str = "") -> ImportReport:
     """Create or update a course from a validated spec, all or nothing.
 
     Rule (SPEC §1): a changed rubric ``version`` adds a Rubric row and keeps
     the old one; changed criteria under an existing version are refused, since
-    attempts stamped with that version would silently change meaning.
+    attempts stamped with that version would silently change meaning. An
+    import that changes something is audited as ``course_imported``, each new
+    current rubric as ``rubric_bumped``; ``actor`` None is an operator.
     """
     with transaction.atomic():
         course, created = Course.objects.get_or_create(slug=spec.slug, defaults={"title": spec.title})
-        if not created and course.title != spec.title:
+        title_changed = not created and course.title != spec.title
+        if title_changed:
             course.title = spec.title
             course.save(update_fields=["title"])
         report = ImportReport(course=course)
@@ -277,6 +290,15 @@ def course_import(*, spec: CourseSpec) -> ImportReport:
             if task.current_rubric_id != rubric.pk:
                 if task.current_rubric_id is not None:
                     report.rubric_changed.append(task)
+                    audit_record(
+                        actor=actor,
+                        event=AuditEvent.Event.RUBRIC_BUMPED,
+                        target=task,
+                        course=course,
+                        from_state=task.current_rubric.version,
+                        to_state=rubric.version,
+                        extra={"rubric_hash": rubric.content_hash},
+                    )
                 task.current_rubric = rubric
                 changed_fields.append("current_rubric")
             if changed_fields:
@@ -285,4 +307,18 @@ def course_import(*, spec: CourseSpec) -> ImportReport:
                     report.updated_tasks.append(ts.slug)
             elif ts.slug not in report.created_tasks:
                 report.unchanged_tasks.append(ts.slug)
+        if created or report.created_tasks or report.updated_tasks or title_changed:
+            audit_record(
+                actor=actor,
+                event=AuditEvent.Event.COURSE_IMPORTED,
+                target=course,
+                course=course,
+                to_state="created" if created else "updated",
+                extra={
+                    "source": source,
+                    "created_tasks": report.created_tasks,
+                    "updated_tasks": report.updated_tasks,
+                    "rubric_bumped": [t.slug for t in report.rubric_changed],
+                },
+            )
         return report

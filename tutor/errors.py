@@ -1,31 +1,79 @@
-"""Domain errors mapped to 4xx/5xx with a message a person can act on (SPEC §7, §11)."""
+"""Domain errors: one base class, mapped once for the API and once for
+management commands (SPEC §7; STYLE "Writes and state").
+
+A service raises a ``DomainError`` subclass carrying its HTTP status, a
+machine-readable code and a message a person can act on; it never knows
+whether a view, an admin action or a command called it. The API's exception
+handler turns it into the one error shape (a field error when ``field`` is
+set), and ``tutor.commands.DomainCommand`` turns it into exit status 1.
+"""
+
+from __future__ import annotations
 
 import logging
 
 from django.db import models
 from drf_standardized_errors.handler import ExceptionHandler as StandardizedExceptionHandler
-from rest_framework import status
-from rest_framework.exceptions import APIException
+from rest_framework import exceptions, status
 
 log = logging.getLogger(__name__)
 
 
-class Conflict(APIException):
+class DomainError(Exception):
+    """A refusal by the domain. ``field`` names the request field at fault
+    (a dotted path such as ``criteria.2.rubric_id``), or None."""
+
+    status_code = status.HTTP_400_BAD_REQUEST
+    code = "invalid"
+    default_message = "The request was refused."
+
+    def __init__(self, message: str | None = None, *, field: str | None = None, code: str | None = None):
+        super().__init__(message or self.default_message)
+        self.field = field
+        if code is not None:
+            self.code = code
+
+    @property
+    def message(self) -> str:
+        return str(self)
+
+    def public_message(self) -> str:
+        """What a client is told; a subclass holding internal detail overrides it."""
+        return self.message
+
+
+class InvalidInput(DomainError):
+    pass
+
+
+class PermissionRefused(DomainError):
+    status_code = status.HTTP_403_FORBIDDEN
+    code = "permission_denied"
+    default_message = "You may not do this."
+
+
+class NotFound(DomainError):
+    status_code = status.HTTP_404_NOT_FOUND
+    code = "not_found"
+    default_message = "Not found."
+
+
+class Conflict(DomainError):
     status_code = status.HTTP_409_CONFLICT
-    default_detail = "The request conflicts with the current state."
-    default_code = "conflict"
+    code = "conflict"
+    default_message = "The request conflicts with the current state."
 
 
-class PayloadTooLarge(APIException):
+class PayloadTooLarge(DomainError):
     status_code = status.HTTP_413_REQUEST_ENTITY_TOO_LARGE
-    default_detail = "The request body is too large."
-    default_code = "payload_too_large"
+    code = "payload_too_large"
+    default_message = "The request body is too large."
 
 
-class ServiceUnavailable(APIException):
+class ServiceUnavailable(DomainError):
     status_code = status.HTTP_503_SERVICE_UNAVAILABLE
-    default_detail = "A dependency is unavailable; try again later."
-    default_code = "service_unavailable"
+    code = "service_unavailable"
+    default_message = "A dependency is unavailable; try again later."
 
 
 class ErrorCode409Enum(models.TextChoices):
@@ -41,13 +89,34 @@ class ErrorCode503Enum(models.TextChoices):
     MODEL_UNAVAILABLE = "model_unavailable"
 
 
-class ExceptionHandler(StandardizedExceptionHandler):
-    """The standard handler, except that a dependency outage we answer with a
-    503 on purpose (the model is down) is logged as a warning, not reported
-    as a server error with a traceback."""
+class _DomainAPIException(exceptions.APIException):
+    def __init__(self, error: DomainError):
+        self.status_code = error.status_code
+        super().__init__(detail=error.public_message(), code=error.code)
 
-    def report_exception(self, exc: APIException, response) -> None:
-        if isinstance(exc, ServiceUnavailable):
-            log.warning("%s: %s", response.status_code, exc.detail)
+
+def as_api_exception(error: DomainError) -> exceptions.APIException:
+    if error.field is not None:
+        # A flat dotted key reads the same as DRF's nested errors in the error
+        # shape's ``attr`` (``criteria.2.rubric_id``).
+        api_error = exceptions.ValidationError({error.field: [error.public_message()]}, code=error.code)
+        api_error.status_code = error.status_code
+        return api_error
+    return _DomainAPIException(error)
+
+
+class ExceptionHandler(StandardizedExceptionHandler):
+    """The standard handler, plus the domain errors; a dependency outage we
+    answer with a 503 on purpose (the model is down) is logged as a warning
+    with its internal detail, not reported as a server error."""
+
+    def convert_known_exceptions(self, exc: Exception) -> Exception:
+        if isinstance(exc, DomainError):
+            return as_api_exception(exc)
+        return super().convert_known_exceptions(exc)
+
+    def report_exception(self, exc: exceptions.APIException, response) -> None:
+        if isinstance(self.exc, DomainError) and self.exc.status_code == status.HTTP_503_SERVICE_UNAVAILABLE:
+            log.warning("503 %s: %s", self.exc.code, self.exc.message)
             return
         super().report_exception(exc, response)

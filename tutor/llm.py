@@ -18,7 +18,8 @@ import httpx
 from django.conf import settings
 from django.utils import timezone
 
-from tutor.middleware import get_correlation_id
+from tutor.correlation import get_correlation_id
+from tutor.errors import ServiceUnavailable
 from tutor.models import ModelCall
 
 log = logging.getLogger(__name__)
@@ -37,8 +38,15 @@ CONNECT_TIMEOUT_SECONDS = 5.0
 TRANSPORT: httpx.BaseTransport | None = None
 
 
-class ModelError(Exception):
-    """The model could not give an answer; never a verdict about the student."""
+class ModelError(ServiceUnavailable):
+    """The model could not give an answer; never a verdict about the student.
+    The message holds the internal detail (for logs and ModelCall rows); a
+    client is only ever told the plain public message."""
+
+    code = "model_unavailable"
+
+    def public_message(self) -> str:
+        return "The language model is unavailable; please try again later."
 
 
 class ModelUnavailable(ModelError):
@@ -67,9 +75,10 @@ def _client() -> httpx.Client:
     return httpx.Client(timeout=timeout, headers=headers, transport=TRANSPORT)
 
 
-def _record(purpose, correlation_id, messages, started, **fields) -> ModelCall:
+def _record(purpose, correlation_id, messages, started, course_id=None, **fields) -> ModelCall:
     return ModelCall.objects.create(
         purpose=purpose,
+        course_id=course_id,
         correlation_id=correlation_id,
         model=settings.TUTOR_LLM_MODEL or "",
         request_messages=messages,
@@ -94,11 +103,13 @@ def chat(
     purpose: str,
     correlation_id: str | None = None,
     temperature: float = 0.0,
+    course_id=None,
 ) -> str:
     """Send ``messages`` and return the reply text.
 
     Raises ModelUnavailable or ModelConfigError; never call it inside a
     database transaction (SPEC §3: no model call happens inside one).
+    ``course_id`` scopes the ModelCall rows for course staff.
     """
     if not is_configured():
         raise ModelConfigError("no model configured (TUTOR_LLM_BASE_URL is unset)")
@@ -121,6 +132,7 @@ def chat(
                     correlation_id,
                     messages,
                     started,
+                    course_id,
                     status=ModelCall.Status.TIMEOUT,
                     error=last_error,
                 )
@@ -128,7 +140,7 @@ def chat(
             except httpx.TransportError as exc:
                 last_error = f"connection error: {exc}"
                 _record(
-                    purpose, correlation_id, messages, started,
+                    purpose, correlation_id, messages, started, course_id,
                     status=ModelCall.Status.CONNECTION_ERROR, error=last_error,
                 )  # fmt: skip
                 continue
@@ -136,7 +148,7 @@ def chat(
             if response.status_code != 200:
                 last_error = f"HTTP {response.status_code}"
                 _record(
-                    purpose, correlation_id, messages, started,
+                    purpose, correlation_id, messages, started, course_id,
                     status=ModelCall.Status.HTTP_ERROR, http_status=response.status_code,
                     response_text=text[:20000], error=last_error,
                 )  # fmt: skip
@@ -148,13 +160,13 @@ def chat(
                 content = _content(body)
             except ValueError as exc:
                 _record(
-                    purpose, correlation_id, messages, started,
+                    purpose, correlation_id, messages, started, course_id,
                     status=ModelCall.Status.BAD_RESPONSE, http_status=200,
                     response_text=text[:20000], error=str(exc),
                 )  # fmt: skip
                 raise ModelUnavailable(f"the model provider sent an unreadable response: {exc}") from None
             _record(
-                purpose, correlation_id, messages, started,
+                purpose, correlation_id, messages, started, course_id,
                 status=ModelCall.Status.OK, http_status=200, response_text=content,
                 response_json=body if len(text) < 200_000 else None,
             )  # fmt: skip
@@ -164,12 +176,13 @@ def chat(
 
 
 def record_offline_call(
-    messages: list[dict], *, purpose: str, reply: str, correlation_id: str | None = None
+    messages: list[dict], *, purpose: str, reply: str, correlation_id: str | None = None, course_id=None
 ) -> ModelCall:
     """Audit row for a reply composed by the offline tutor: the request is the
     one a real model would have received (SPEC §4)."""
     return ModelCall.objects.create(
         purpose=purpose,
+        course_id=course_id,
         correlation_id=correlation_id or get_correlation_id(),
         model="offline",
         request_messages=messages,

@@ -114,6 +114,9 @@ class ModelCall(models.Model):
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     purpose = models.CharField(max_length=16, choices=Purpose.choices)
+    # The course whose review or tutor turn made the call: course staff see
+    # their own course's calls in admin (SPEC §8); null for calls of no course.
+    course = models.ForeignKey(Course, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     correlation_id = models.CharField(max_length=64, db_index=True)
     model = models.CharField(max_length=200)
     request_messages = models.JSONField()
@@ -186,3 +189,74 @@ class TutorMessage(models.Model):
 
     def __str__(self) -> str:
         return f"{self.role} #{self.position} in {self.session_id}"
+
+
+class AuditEvent(models.Model):
+    """One human decision or lifecycle transition (SPEC §8), written by
+    :func:`tutor.audit.audit_record` in the transaction of the change itself,
+    so a change and its record commit or roll back together. Never edited."""
+
+    class Event(models.TextChoices):
+        # The names of SPEC §8. The column has no ``choices``: an app adding an
+        # event adds a name here, never a migration of this table.
+        STAFF_VERDICT = "staff_verdict"
+        REVIEW_FORCED = "review_forced"
+        ENROLLMENT_CHANGED = "enrollment_changed"
+        COURSE_IMPORTED = "course_imported"
+        RUBRIC_BUMPED = "rubric_bumped"
+        CASE_CLAIMED = "case_claimed"
+        CASE_ACCEPTED = "case_accepted"
+        CASE_REJECTED = "case_rejected"
+        CASE_DISPUTED = "case_disputed"
+        FACT_CHANGED = "fact_changed"
+        LESSON_CREATED = "lesson_created"
+        LESSON_IMPORTED = "lesson_imported"
+        LESSON_APPROVED = "lesson_approved"
+        LESSON_REJECTED = "lesson_rejected"
+        LESSON_INJECTED = "lesson_injected"
+        LESSON_QUARANTINED = "lesson_quarantined"
+        LESSON_RETIRED = "lesson_retired"
+        DELTA_APPLIED = "delta_applied"
+        REGRADE_REQUESTED = "regrade_requested"
+        REGRADE_SETTLED = "regrade_settled"
+        REGRADE_DECLINED = "regrade_declined"
+        ATTEMPTS_PURGED = "attempts_purged"
+        LTI_REGISTERED = "lti_registered"
+        LTI_LAUNCHED = "lti_launched"
+        LTI_SCORE_POSTED = "lti_score_posted"
+        LTI_ROSTER_SYNCED = "lti_roster_synced"
+
+    actor = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    # Who acted, as it read at the time: the username, or "operator" for a
+    # management command run from a shell.
+    actor_label = models.CharField(max_length=150)
+    event = models.CharField(max_length=64)
+    # The course the decision belongs to, for staff scoping; null for global rows.
+    course = models.ForeignKey(Course, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    target_type = models.ForeignKey(
+        "contenttypes.ContentType", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    target_id = models.CharField(max_length=64, blank=True)
+    target_repr = models.CharField(max_length=200, blank=True)
+    from_state = models.CharField(max_length=64, blank=True)
+    to_state = models.CharField(max_length=64, blank=True)
+    reason = models.TextField(blank=True)
+    correlation_id = models.CharField(max_length=64, blank=True)
+    extra = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [
+            # admin: a course's trail, newest first
+            models.Index(fields=["course", "-created_at"], name="audit_course_time_idx"),
+            # admin filter by event, newest first
+            models.Index(fields=["event", "-created_at"], name="audit_event_time_idx"),
+            # "the whole history of this object" (facts, cases, lessons, attempts)
+            models.Index(fields=["target_type", "target_id"], name="audit_target_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.event} by {self.actor_label} at {self.created_at:%Y-%m-%d %H:%M:%S}"

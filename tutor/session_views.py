@@ -5,16 +5,13 @@ from __future__ import annotations
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import status
-from rest_framework.exceptions import ValidationError
-from rest_framework.generics import get_object_or_404
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from tutor import llm
 from tutor.context import assemble_context
-from tutor.errors import Conflict, ServiceUnavailable
-from tutor.models import Enrollment, Task, TutorMessage, TutorSession
+from tutor.models import TutorMessage
 from tutor.pagination import SeqCursorPagination
+from tutor.selectors import earlier_messages, open_session_id, owned_session, student_task
 from tutor.serializers import (
     ContextQuerySerializer,
     ContextSerializer,
@@ -24,36 +21,8 @@ from tutor.serializers import (
     SessionOpenSerializer,
     SessionSerializer,
 )
-from tutor.sessions import SessionArchived, SessionBusy, earlier_messages, message_send, session_open
+from tutor.sessions import message_send, session_open
 from tutor.throttling import WriteThrottle
-
-
-def student_task(user, task_id, field: str = "task") -> Task:
-    """A task of a course the user is enrolled in as a student, or a 400 on ``field``."""
-    task = (
-        Task.objects.select_related("course", "current_rubric")
-        .filter(
-            pk=task_id,
-            course__enrollments__user=user,
-            course__enrollments__role=Enrollment.Role.STUDENT,
-        )
-        .first()
-    )
-    if task is None:
-        raise ValidationError({field: ["not a task of a course you are enrolled in as a student"]})
-    return task
-
-
-def owned_session(user, session_id) -> TutorSession:
-    """The caller's own session; anyone else's is a 404 (SPEC §7)."""
-    return get_object_or_404(
-        TutorSession.objects.select_related("student", "task", "task__course", "task__current_rubric"),
-        pk=session_id,
-        student=user,
-        # A student who left the course keeps no access to its sessions.
-        task__course__enrollments__user=user,
-        task__course__enrollments__role=Enrollment.Role.STUDENT,
-    )
 
 
 class SessionOpenView(APIView):
@@ -66,12 +35,7 @@ class SessionOpenView(APIView):
         serializer = SessionOpenSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         task = student_task(request.user, serializer.validated_data["task"])
-        try:
-            session, created = session_open(
-                student=request.user, task=task, new=serializer.validated_data["new"]
-            )
-        except SessionBusy as exc:
-            raise Conflict(str(exc)) from None
+        session, created = session_open(student=request.user, task=task, new=serializer.validated_data["new"])
         return Response(
             SessionSerializer(session).data, status=status.HTTP_201_CREATED if created else status.HTTP_200_OK
         )
@@ -107,19 +71,11 @@ class SessionMessagesView(APIView):
         session = owned_session(request.user, session_id)
         serializer = MessageCreateSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
-        try:
-            exchange = message_send(
-                session=session,
-                content=serializer.validated_data["content"],
-                correlation_id=request.correlation_id,
-            )
-        except (SessionBusy, SessionArchived) as exc:
-            raise Conflict(str(exc)) from None
-        except llm.ModelError as exc:
-            raise ServiceUnavailable(
-                f"The tutor model is unavailable ({exc}). Your message was saved; please try again later.",
-                code="model_unavailable",
-            ) from None
+        exchange = message_send(
+            session=session,
+            content=serializer.validated_data["content"],
+            correlation_id=request.correlation_id,
+        )
         body = {
             "user_message": MessageSerializer(exchange.user_message).data,
             "reply": MessageSerializer(exchange.reply).data,
@@ -143,26 +99,23 @@ class ContextView(APIView):
         query.is_valid(raise_exception=True)
         task = student_task(request.user, query.validated_data["task"])
         message = query.validated_data.get("message")
-        session_id = (
-            TutorSession.objects.filter(student=request.user, task=task, archived=False)
-            .values_list("id", flat=True)
-            .first()
-        )
-        earlier = earlier_messages(session_id) if session_id else []
+        session_id = open_session_id(request.user, task)
         context = assemble_context(
             student=request.user,
             task=task,
             message=message,
-            earlier=earlier,
+            earlier=earlier_messages(session_id),
             correlation_id=request.correlation_id,
+            session_id=session_id,
+            preview=True,
         )
         return Response(
             {
                 "feedback": context.feedback,
                 "messages": context.messages,
-                "lessons": {"recalled": context.lessons},
-                "facts": context.facts,
-                "preferences": context.preferences,
+                "lessons": {"recalled": context.data["lessons"]},
+                "facts": context.data["facts"],
+                "preferences": context.data["preferences"],
                 "meta": context.meta,
             }
         )

@@ -1,4 +1,4 @@
-"""Tutor sessions and messages: writes and reads (SPEC §4).
+"""Tutor sessions and messages: the writes (SPEC §4).
 
 Server-side history is the only truth; a client's copy of it is never read.
 """
@@ -15,24 +15,34 @@ from django.db.models import Q
 from django.utils import timezone
 
 from tutor import llm
-from tutor.context import AssembledContext, assemble_context
-from tutor.history import history_limits
+from tutor.context import AssembledContext, assemble_context, context_after_send
+from tutor.errors import Conflict, ServiceUnavailable
 from tutor.models import Task, TutorMessage, TutorSession
 from tutor.offline import offline_reply
+from tutor.selectors import earlier_messages
+from tutor.signals import user_message_handled
 
 log = logging.getLogger(__name__)
 
 # A reply still pending after this long belongs to a process that died; the
 # session accepts a new message again. Well above the model's worst case.
 REPLY_PENDING_EXPIRY_SECONDS = 600
+TUTOR_UNAVAILABLE_MESSAGE = (
+    "The tutor is unavailable right now. Your message was saved; please try again in a moment."
+)
 
 
-class SessionBusy(Exception):
+class SessionBusy(Conflict):
     """A reply to an earlier message of this session is still being produced."""
 
 
-class SessionArchived(Exception):
+class SessionArchived(Conflict):
     pass
+
+
+class TutorUnavailable(ServiceUnavailable):
+    code = "model_unavailable"
+    default_message = TUTOR_UNAVAILABLE_MESSAGE
 
 
 def session_open(*, student, task: Task, new: bool = False) -> tuple[TutorSession, bool]:
@@ -52,17 +62,6 @@ def session_open(*, student, task: Task, new: bool = False) -> tuple[TutorSessio
         except IntegrityError:
             continue
     raise SessionBusy("the session is being created by another request; try again")
-
-
-def earlier_messages(session_id, before_position: int | None = None) -> list[dict]:
-    """The newest history candidates of a session, oldest first (one query)."""
-    max_messages, _ = history_limits()
-    qs = TutorMessage.objects.filter(session_id=session_id)
-    if before_position is not None:
-        qs = qs.filter(position__lt=before_position)
-    rows = list(qs.order_by("-position").values("role", "content")[:max_messages])
-    rows.reverse()
-    return rows
 
 
 @dataclass
@@ -89,14 +88,16 @@ def _claim(session: TutorSession) -> None:
 
 
 def message_send(*, session: TutorSession, content: str, correlation_id: str) -> Exchange:
-    """Store the message, build the request, ask the model, store the reply.
+    """Store the message, build the request, ask the model, store the reply,
+    then apply the effects of the send (``message_after_send``).
 
     Raises SessionBusy/SessionArchived before storing anything, and
-    llm.ModelError after storing the user message (which is kept). The
+    TutorUnavailable after storing the user message (which is kept). The
     session's ``task`` must come with ``course`` and ``current_rubric``.
     """
     _claim(session)
     released = False
+    user_message = None
     try:
         # Read under the claim, not from the caller's copy: another request may
         # have stored an exchange between loading this session and claiming it.
@@ -113,15 +114,15 @@ def message_send(*, session: TutorSession, content: str, correlation_id: str) ->
             message=content,
             earlier=earlier_messages(session.pk, before_position=position),
             correlation_id=correlation_id,
+            session_id=session.pk,
+            preview=False,
         )
         # No transaction is open here: a slow model never holds a lock.
-        if llm.is_configured():
-            text = llm.chat(context.messages, purpose="tutor", correlation_id=correlation_id, temperature=0.3)
-        else:
-            text = offline_reply(task=session.task, feedback=context.feedback, message=content)
-            llm.record_offline_call(
-                context.messages, purpose="tutor", reply=text, correlation_id=correlation_id
-            )
+        try:
+            text = _reply_text(session, context, content, correlation_id)
+        except llm.ModelError as exc:
+            log.warning("tutor model unavailable for session %s: %s", session.pk, exc)
+            raise TutorUnavailable() from None
         with transaction.atomic():
             reply = TutorMessage.objects.create(
                 session=session, position=position + 1, role=TutorMessage.Role.ASSISTANT,
@@ -131,7 +132,49 @@ def message_send(*, session: TutorSession, content: str, correlation_id: str) ->
                 message_count=position + 1, reply_pending_since=None
             )
         released = True
+        message_after_send(session=session, user_message=user_message, reply=reply, context=context)
         return Exchange(user_message=user_message, reply=reply, context=context)
     finally:
         if not released:
             TutorSession.objects.filter(pk=session.pk).update(reply_pending_since=None)
+            if user_message is not None:
+                message_after_send(session=session, user_message=user_message, reply=None, context=None)
+
+
+def _reply_text(session: TutorSession, context: AssembledContext, content: str, correlation_id: str) -> str:
+    if llm.is_configured():
+        return llm.chat(
+            context.messages,
+            purpose="tutor",
+            correlation_id=correlation_id,
+            temperature=0.3,
+            course_id=session.task.course_id,
+        )
+    text = offline_reply(task=session.task, feedback=context.feedback, message=content)
+    llm.record_offline_call(
+        context.messages,
+        purpose="tutor",
+        reply=text,
+        correlation_id=correlation_id,
+        course_id=session.task.course_id,
+    )
+    return text
+
+
+def message_after_send(
+    *, session: TutorSession, user_message: TutorMessage, reply: TutorMessage | None, context
+) -> None:
+    """The one step that runs after a tutor turn (SPEC §4): with a stored
+    reply, each section's effects of a real send (hit counts, traces); in
+    every case the ``user_message_handled`` hook (correction detection). A
+    failing listener is logged: the student's exchange is already stored."""
+    if reply is not None and context is not None:
+        try:
+            context_after_send(context)
+        except Exception:
+            log.exception("after-send effects failed for message %s", user_message.pk)
+    for receiver, result in user_message_handled.send_robust(
+        sender=TutorMessage, message=user_message, session=session, reply=reply
+    ):
+        if isinstance(result, Exception):
+            log.error("user_message_handled receiver %r failed", receiver, exc_info=result)

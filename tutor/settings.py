@@ -53,7 +53,7 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
-    "tutor.middleware.CorrelationIdMiddleware",
+    "tutor.correlation.CorrelationIdMiddleware",
 ]
 
 ROOT_URLCONF = "tutor.urls"
@@ -246,7 +246,7 @@ STATIC_ROOT = BASE_DIR / "staticfiles"
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "filters": {"correlation": {"()": "tutor.middleware.CorrelationIdFilter"}},
+    "filters": {"correlation": {"()": "tutor.correlation.CorrelationIdFilter"}},
     "formatters": {
         "structured": {"format": "%(asctime)s %(levelname)s %(name)s cid=%(correlation_id)s %(message)s"}
     },

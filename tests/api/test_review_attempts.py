@@ -8,7 +8,7 @@ import pytest
 from django.test import TestCase
 from rest_framework.test import APIClient
 
-from feedback.services import submission_create
+from feedback.services.intake import submission_create
 from tests.factories import client_for, enroll, make_course, make_task
 from tutor.models import Enrollment
 

@@ -10,7 +10,7 @@ from django.core.cache import cache
 from django.test import TestCase
 
 from feedback.models import AttemptStatus, Counter, ReviewAttempt, Submission
-from feedback.services import submission_create
+from feedback.services.intake import submission_create
 from tests.factories import client_for, enroll, make_course, make_task
 from tutor.models import Enrollment
 from tutor.throttling import WriteThrottle
@@ -90,7 +90,7 @@ def make_submission(student, task, evidence=EVIDENCE, run=True) -> Submission:
 
 def set_status(submission: Submission, status: str) -> ReviewAttempt:
     """End the submission's queued attempt in ``status`` the way a worker would."""
-    from feedback.services import attempt_claim, attempt_failed
+    from feedback.services.worker import attempt_claim, attempt_failed
 
     attempt, claim = attempt_claim(attempt_id=submission.attempts.get().pk)
     attempt_failed(attempt_id=attempt.pk, claim=claim, status=status, error_code="REVIEW_UNAVAILABLE")

@@ -34,9 +34,20 @@ META_KEYS = {
     "lesson_ids",
     "fact_ids",
     "preference_ids",
+    "memory_ids",
+    "process_rule_ids",
     "omitted",
 }
-OMITTED_KEYS = {"history", "feedback_items", "task_fields", "facts", "preferences", "lessons"}
+OMITTED_KEYS = {
+    "history",
+    "feedback_items",
+    "task_fields",
+    "facts",
+    "preferences",
+    "memories",
+    "process_rules",
+    "lessons",
+}
 
 
 @pytest.fixture(autouse=True)

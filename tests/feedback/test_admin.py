@@ -9,7 +9,7 @@ from django.test import Client, RequestFactory, TestCase
 from django.urls import reverse
 
 from feedback.models import ReviewAttempt, Submission
-from feedback.services import submission_create
+from feedback.services.intake import submission_create
 from tests.factories import enroll, make_course, make_task, make_user
 from tutor.models import Enrollment
 

@@ -11,7 +11,7 @@ from feedback.checks import run_machine_check
 from feedback.evidence import normalize_evidence
 from feedback.models import AttemptStatus
 from feedback.results import aggregate_overall
-from feedback.services import submission_create
+from feedback.services.intake import submission_create
 from tests.factories import enroll, make_course, make_task
 
 CI_CRITERION = {"id": "A1", "kind": "acceptance", "text": "CI passes", "check": {"type": "ci_passed"}}

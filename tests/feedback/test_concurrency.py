@@ -16,7 +16,7 @@ import pytest
 from django.db import connections
 
 from feedback.models import CiSource, Counter, ReviewAttempt, Submission
-from feedback.services import submission_create
+from feedback.services.intake import submission_create
 from tests.factories import enroll, make_course, make_task
 
 pytestmark = pytest.mark.django_db(transaction=True)

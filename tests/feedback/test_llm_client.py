@@ -15,7 +15,7 @@ from django.test import TestCase
 
 from feedback.models import AttemptStatus, ErrorCode, ReviewAttempt
 from feedback.reviewer import REVIEW_SYSTEM_PROMPT
-from feedback.services import submission_create
+from feedback.services.intake import submission_create
 from tests.fakellm import BASE_URL, MODEL
 from tutor.models import ModelCall
 

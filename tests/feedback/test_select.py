@@ -8,7 +8,9 @@ from django.utils import timezone
 
 from feedback.models import AttemptStatus, Submission
 from feedback.selectors import FeedbackState, InvalidReason, select_feedback
-from feedback.services import attempt_claim, attempt_complete, attempt_create, staff_verdict_create
+from feedback.services.intake import attempt_create
+from feedback.services.verdicts import staff_verdict_create
+from feedback.services.worker import attempt_claim, attempt_complete
 from tests.factories import (
     criterion_entry,
     make_attempt,

@@ -14,7 +14,6 @@ from django.db import DatabaseError, connection, transaction
 from django.test import TestCase
 from django.utils import timezone
 
-from feedback import services
 from feedback.models import (
     AttemptKind,
     AttemptStatus,
@@ -24,13 +23,9 @@ from feedback.models import (
     TerminalAttemptError,
 )
 from feedback.pipeline import run_review
-from feedback.services import (
-    attempt_claim,
-    attempts_sweep,
-    review_request,
-    staff_verdict_create,
-    submission_create,
-)
+from feedback.services.intake import review_request, submission_create
+from feedback.services.verdicts import VerdictError, staff_verdict_create
+from feedback.services.worker import attempt_claim, attempt_complete, attempts_sweep
 from feedback.tasks import review_attempt
 from tests.factories import course_data, enroll
 from tests.fakellm import MODEL
@@ -376,7 +371,7 @@ def test_worker_that_lost_its_claim_cannot_write(student, task, dispatched):
     later = timezone.now() + timedelta(seconds=3600)
     attempts_sweep(now=later)  # the sweep takes the attempt back
 
-    ok = services.attempt_complete(
+    ok = attempt_complete(
         attempt_id=attempt.pk,
         claim=token,
         result={"overall": "PASS", "criteria": [], "next_step": ""},
@@ -558,7 +553,7 @@ def test_staff_verdict_before_any_review_starts_from_need_review(student, staff,
 
 def test_staff_verdict_with_unknown_criterion_stores_nothing(student, staff, task):
     submission = store(student, task)
-    with pytest.raises(services.VerdictError):
+    with pytest.raises(VerdictError):
         staff_verdict_create(
             submission=submission,
             staff=staff,

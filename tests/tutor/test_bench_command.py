@@ -18,7 +18,7 @@ from django.db import transaction
 from rest_framework.authtoken.models import Token
 
 from feedback.models import AttemptStatus, Counter, ReviewAttempt, Submission
-from feedback.services import next_seq
+from feedback.services.sequences import next_seq
 from tests.factories import client_for, make_attempt, make_course, make_submission
 from tutor.models import Course, Enrollment, Rubric, Task, TutorMessage, TutorSession
 

@@ -19,7 +19,7 @@ from django.core.cache import cache
 from django.utils import timezone
 
 from feedback.models import AttemptStatus, ReviewAttempt, Submission
-from feedback.services import attempt_claim, attempt_complete
+from feedback.services.worker import attempt_claim, attempt_complete
 from tests.factories import (
     client_for,
     course_data,

@@ -7,9 +7,10 @@ from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from rest_framework.authtoken.models import Token
 
-from tutor.coursefile import CHECK_TYPES, load_course_file, validate_course
+from tutor.coursefile import load_course_file, validate_course
 from tutor.management.commands.demo import DEMO_FILE
 from tutor.models import Course, Enrollment, Rubric, Task
+from tutor.rubrics import CheckType
 
 TOKEN_LINE = re.compile(r"^\s+(\S+)\s+(student|staff|service)\s+([0-9a-f]{40})$")
 
@@ -67,8 +68,8 @@ def test_demo_course_exercises_every_check_type_and_a_learning_criterion():
     spec = validate_course(load_course_file(DEMO_FILE))
 
     criteria = [c for task in spec.tasks for c in task.criteria]
-    assert {c["check"]["type"] for c in criteria if c["check"]} == set(CHECK_TYPES)
-    assert set(CHECK_TYPES) == {"ci_passed", "file_exists", "contains", "semantic"}
+    assert {c["check"]["type"] for c in criteria if c["check"]} == set(CheckType.values)
+    assert set(CheckType.values) == {"ci_passed", "file_exists", "contains", "semantic"}
     assert any(c["kind"] == "learning" for c in criteria)
     # Both forms of `contains`: against the report and against a file.
     contains = [c["check"] for c in criteria if c["check"] and c["check"]["type"] == "contains"]

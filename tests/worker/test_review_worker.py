@@ -18,7 +18,7 @@ from django.utils import timezone
 from rest_framework.test import APIClient
 
 from feedback.models import ReviewAttempt
-from feedback.services import attempts_sweep
+from feedback.services.worker import attempts_sweep
 from tests.worker.conftest import FAKE_API_KEY, FAKE_MODEL, wait_for
 from tests.worker.fakellm import Call, Hang, Reply, review_answer
 from tutor.models import ModelCall

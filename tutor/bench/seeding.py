@@ -20,10 +20,11 @@ from django.utils import timezone
 
 from feedback.evidence import snapshot_hash
 from feedback.models import AttemptStatus, CiSource, ErrorCode, ReviewAttempt, Submission
-from feedback.results import Basis, Verdict, aggregate_overall
-from feedback.services import next_seq
+from feedback.results import Basis, aggregate_overall
+from feedback.services.sequences import next_seq
 from feedback.versions import current_versions
 from tutor.models import Course, Enrollment, Task, TutorMessage, TutorSession
+from tutor.rubrics import Verdict
 
 BENCH_COURSE_SLUG = "bench"
 # The title marks the course as this command's: a real course that happens to

@@ -1,9 +1,8 @@
-from django.core.management.base import BaseCommand
+from feedback.services.worker import attempts_sweep
+from tutor.commands import DomainCommand
 
-from feedback.services import attempts_sweep
 
-
-class Command(BaseCommand):
+class Command(DomainCommand):
     help = "Re-dispatch stuck queued review attempts and recover attempts of dead workers (for cron)."
 
     def handle(self, *args, **options):

@@ -25,7 +25,7 @@ from urllib.parse import urlencode
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import CommandError
 from django.db import OperationalError, connection, transaction
 from django.test import Client
 from django.test.utils import CaptureQueriesContext, override_settings
@@ -41,6 +41,7 @@ from tutor.bench.seeding import (
     Bench,
     course_spec,
 )
+from tutor.commands import DomainCommand
 from tutor.coursefile import course_import, validate_course
 from tutor.models import Course, Task, TutorMessage
 
@@ -52,7 +53,7 @@ def percentiles_ms(values: list[float]) -> tuple[float, float, float]:
     return statistics.median(ordered) * 1000, p95 * 1000, ordered[0] * 1000
 
 
-class Command(BaseCommand):
+class Command(DomainCommand):
     help = (
         "Seed a benchmark course (students; submissions with 1-3 review attempts each; one long "
         "tutor session) and report the median and p95 latency and the SQL queries of GET "

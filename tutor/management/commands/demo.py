@@ -2,10 +2,10 @@ import secrets
 from pathlib import Path
 
 from django.contrib.auth import get_user_model
-from django.core.management.base import BaseCommand
 
+from tutor.commands import DomainCommand
 from tutor.coursefile import course_import, load_course_file, validate_course
-from tutor.models import Enrollment
+from tutor.models import Course, Enrollment
 from tutor.services import enrollment_set
 
 DEMO_FILE = Path(__file__).resolve().parents[2] / "demo" / "course.yaml"
@@ -14,32 +14,49 @@ DEMO_STAFF = "staff"
 DEMO_SERVICE = "ci-bot"
 
 
-class Command(BaseCommand):
-    help = "Load the demo course and demo users, and print their API tokens."
+class Command(DomainCommand):
+    help = (
+        "Load the demo course and demo users, and print their API tokens. Only what is missing "
+        "is created: an existing demo course (and any rubric an operator bumped since) and an "
+        "existing staff password are kept."
+    )
 
     def handle(self, *args, **options):
-        report = course_import(spec=validate_course(load_course_file(DEMO_FILE)))
-        course = report.course
-        rows = []
-        for name in DEMO_STUDENTS:
-            rows.append(
-                enrollment_set(course=course, username=name, role=Enrollment.Role.STUDENT, create=True)
+        spec = validate_course(load_course_file(DEMO_FILE))
+        course = Course.objects.filter(slug=spec.slug).first()
+        if course is None:
+            course = course_import(spec=spec, source=str(DEMO_FILE)).course
+            self.stdout.write(f"Demo course '{course.slug}' loaded ({course.tasks.count()} tasks).")
+        else:
+            self.stdout.write(
+                f"Demo course '{course.slug}' exists ({course.tasks.count()} tasks): kept as it is."
             )
-        rows.append(
-            enrollment_set(course=course, username=DEMO_STAFF, role=Enrollment.Role.STAFF, create=True)
-        )
-        rows.append(
-            enrollment_set(course=course, username=DEMO_SERVICE, role=Enrollment.Role.SERVICE, create=True)
-        )
-        # A fresh password on every load: the demo never ships a known credential.
-        password = secrets.token_urlsafe(12)
+        roles = [(name, Enrollment.Role.STUDENT) for name in DEMO_STUDENTS]
+        roles += [(DEMO_STAFF, Enrollment.Role.STAFF), (DEMO_SERVICE, Enrollment.Role.SERVICE)]
+        rows = []
+        for name, role in roles:
+            existing = Enrollment.objects.filter(user__username=name, course=course).first()
+            rows.append(
+                enrollment_set(
+                    course=course, username=name, role=existing.role if existing else role, create=True
+                )
+            )
         staff = get_user_model().objects.get(username=DEMO_STAFF)
-        staff.set_password(password)
-        staff.save(update_fields=["password"])
+        password = None
+        if not staff.has_usable_password():
+            # A fresh password for a new staff user: the demo never ships a known credential.
+            password = secrets.token_urlsafe(12)
+            staff.set_password(password)
+            staff.save(update_fields=["password"])
 
-        self.stdout.write(f"Demo course '{course.slug}' loaded ({course.tasks.count()} tasks).")
         self.stdout.write("API tokens (send as 'Authorization: Token <token>'):")
         for user, token in rows:
             role = Enrollment.objects.get(user=user, course=course).role
             self.stdout.write(f"  {user.username:<8} {role:<8} {token.key}")
-        self.stdout.write(f"Admin login at /admin/: username '{DEMO_STAFF}', password '{password}'")
+        if password is not None:
+            self.stdout.write(f"Admin login at /admin/: username '{DEMO_STAFF}', password '{password}'")
+        else:
+            self.stdout.write(
+                f"Admin login at /admin/: username '{DEMO_STAFF}' with the password set earlier "
+                "(set a new one: manage.py changepassword staff)"
+            )

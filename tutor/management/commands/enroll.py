@@ -1,14 +1,22 @@
-from django.contrib.auth import get_user_model
+import secrets
+import sys
+
+from django.contrib.auth import get_user_model, password_validation
 from django.core.exceptions import ValidationError
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import CommandError
 from django.db import transaction
 
+from tutor.commands import DomainCommand
 from tutor.models import Course, Enrollment
-from tutor.services import EnrollError, enrollment_set
+from tutor.services import enrollment_set
 
 
-class Command(BaseCommand):
-    help = "Enrol users in a course as students, staff or a service account, and issue tokens."
+class Command(DomainCommand):
+    help = (
+        "Enrol users in a course as students, staff or a service account, and issue tokens. "
+        "stdout carries only the 'USERNAME TOKEN' lines of --print-token; everything else, "
+        "passwords included, goes to stderr."
+    )
 
     def add_arguments(self, parser):
         parser.add_argument("course", help="course slug")
@@ -22,8 +30,16 @@ class Command(BaseCommand):
         parser.add_argument(
             "--print-token", action="store_true", help="print 'USERNAME TOKEN' per user on stdout"
         )
+        parser.add_argument(
+            "--password-stdin",
+            action="store_true",
+            help="with --staff: read the admin password from the first line of standard input "
+            "(without it, a newly created staff member gets a one-time password on stderr)",
+        )
 
-    def handle(self, *args, course, usernames, staff, service, create, print_token, **options):
+    def handle(
+        self, *args, course, usernames, staff, service, create, print_token, password_stdin, **options
+    ):
         target = Course.objects.filter(slug=course).first()
         if target is None:
             raise CommandError(f"unknown course {course!r}")
@@ -34,6 +50,8 @@ class Command(BaseCommand):
             if service
             else Enrollment.Role.STUDENT
         )
+        if password_stdin and not staff:
+            raise CommandError("--password-stdin sets an admin password: it needs --staff")
         User = get_user_model()
         # A name with a space would break the one-line `USERNAME TOKEN` output.
         for name in usernames:
@@ -46,22 +64,47 @@ class Command(BaseCommand):
             if len(name) > 150:
                 raise CommandError(f"invalid username {name!r}: at most 150 characters")
         # Check every name before changing anything, so a typo enrols nobody.
-        if not create:
-            known = set(User.objects.filter(username__in=usernames).values_list("username", flat=True))
-            missing = [u for u in usernames if u not in known]
-            if missing:
-                raise CommandError(f"unknown users: {', '.join(missing)} (pass --create to create them)")
+        known = set(User.objects.filter(username__in=usernames).values_list("username", flat=True))
+        missing = [u for u in usernames if u not in known]
+        if missing and not create:
+            raise CommandError(f"unknown users: {', '.join(missing)} (pass --create to create them)")
+        password = self.read_password() if password_stdin else None
         # All users or none: a failure half-way must not leave a partial enrolment.
-        try:
-            with transaction.atomic():
-                rows = [
-                    enrollment_set(course=target, username=name, role=role, create=create)
-                    for name in usernames
-                ]
-        except EnrollError as exc:
-            raise CommandError(str(exc)) from None
+        with transaction.atomic():
+            rows = [
+                enrollment_set(course=target, username=name, role=role, create=create) for name in usernames
+            ]
+            one_time = {}
+            for user, _ in rows:
+                if not staff:
+                    continue
+                if password is not None:
+                    user.set_password(password)
+                    user.save(update_fields=["password"])
+                elif user.get_username() in missing:
+                    one_time[user.get_username()] = secrets.token_urlsafe(12)
+                    user.set_password(one_time[user.get_username()])
+                    user.save(update_fields=["password"])
         for user, token in rows:
             # Progress goes to stderr: stdout carries only the `USERNAME TOKEN` lines.
             self.stderr.write(f"enrolled {user.username} in {target.slug} as {role}")
+            if user.get_username() in one_time:
+                self.stderr.write(
+                    f"  admin password for {user.username}: {one_time[user.get_username()]} "
+                    "(shown once; change it in /admin/ or set one with --password-stdin)"
+                )
+            elif password is not None:
+                self.stderr.write(f"  admin password for {user.username} set from standard input")
             if print_token:
                 self.stdout.write(f"{user.username} {token.key}")
+
+    def read_password(self) -> str:
+        line = sys.stdin.readline()
+        password = line.rstrip("\r\n")
+        if not password:
+            raise CommandError("--password-stdin: standard input held no password")
+        try:
+            password_validation.validate_password(password)
+        except ValidationError as exc:
+            raise CommandError("--password-stdin: " + " ".join(exc.messages)) from None
+        return password

@@ -1,9 +1,8 @@
-from django.core.management.base import BaseCommand, CommandError
+from tutor.commands import DomainCommand
+from tutor.coursefile import course_import, load_course_file, validate_course
 
-from tutor.coursefile import CourseFileError, course_import, load_course_file, validate_course
 
-
-class Command(BaseCommand):
+class Command(DomainCommand):
     help = "Create or update a course from a JSON or YAML course file (idempotent)."
 
     def add_arguments(self, parser):
@@ -16,11 +15,8 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args, file, rereview, **options):
-        try:
-            spec = validate_course(load_course_file(file))
-            report = course_import(spec=spec)
-        except CourseFileError as exc:
-            raise CommandError(f"invalid course file: {exc}") from None
+        spec = validate_course(load_course_file(file))
+        report = course_import(spec=spec, source=str(file))
         out = self.stdout
         out.write(f"course {report.course.slug}: {len(spec.tasks)} tasks")
         for label, slugs in (
@@ -33,8 +29,13 @@ class Command(BaseCommand):
         for task in report.rubric_changed:
             out.write(f"  new rubric version for {task.slug}: {task.current_rubric.version}")
         if rereview:
-            from feedback.services import rereview_latest_submissions
+            from feedback.services.intake import rereview_latest_submissions
 
             for task in report.rubric_changed:
-                count = rereview_latest_submissions(task=task)
+                count = rereview_latest_submissions(
+                    task=task,
+                    progress=lambda done, total, slug=task.slug: self.progress(
+                        f"  re-review {slug}", done, total
+                    ),
+                )
                 out.write(f"  re-review queued for {count} submissions of {task.slug}")

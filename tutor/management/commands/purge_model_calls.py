@@ -1,10 +1,10 @@
 from django.conf import settings
-from django.core.management.base import BaseCommand
 
+from tutor.commands import DomainCommand
 from tutor.llm import model_calls_purge
 
 
-class Command(BaseCommand):
+class Command(DomainCommand):
     help = "Delete model-call audit rows older than MODEL_CALL_RETENTION_DAYS."
 
     def handle(self, *args, **options):

@@ -9,12 +9,13 @@ import threading
 
 from django.conf import settings
 from django.core.management import call_command
-from django.core.management.base import BaseCommand
+
+from tutor.commands import DomainCommand
 
 log = logging.getLogger(__name__)
 
 
-class Command(BaseCommand):
+class Command(DomainCommand):
     help = "Run the web server; in the embedded mode (no REDIS_URL) also run the review sweep."
 
     def add_arguments(self, parser):
@@ -34,7 +35,7 @@ class Command(BaseCommand):
     def _sweep_loop(self, stop: threading.Event) -> None:
         from django.db import close_old_connections
 
-        from feedback.services import attempts_sweep
+        from feedback.services.worker import attempts_sweep
 
         while not stop.wait(settings.REVIEW_SWEEP_INTERVAL):
             try:

@@ -1,5 +1,12 @@
 """Correlation ids (SPEC §10): one id follows a request through model calls,
-reviews and audit rows, and appears on every log line."""
+recall traces, corrections, audit rows and Celery tasks, and appears on every
+log line.
+
+The id lives in a context variable for the code that runs inside a request or
+a task. ``django.request`` logs its lines *after* the middleware has reset the
+variable, so the log filter also reads the id the middleware left on the
+request object that those records carry.
+"""
 
 from __future__ import annotations
 
@@ -11,15 +18,22 @@ import uuid
 _current: contextvars.ContextVar[str] = contextvars.ContextVar("correlation_id", default="-")
 _VALID = re.compile(r"^[A-Za-z0-9._:-]{1,64}$")
 HEADER = "X-Correlation-ID"
+UNSET = "-"
 
 
 def get_correlation_id() -> str:
     """The current id, or a fresh one when none is set (e.g. in a worker)."""
     value = _current.get()
-    return value if value != "-" else uuid.uuid4().hex
+    return value if value != UNSET else uuid.uuid4().hex
+
+
+def current_or_none() -> str | None:
+    value = _current.get()
+    return None if value == UNSET else value
 
 
 def set_correlation_id(value: str | None) -> contextvars.Token:
+    """Make ``value`` (or, when it is not a valid id, a fresh one) current."""
     return _current.set(value if value and _VALID.match(value) else uuid.uuid4().hex)
 
 
@@ -28,6 +42,8 @@ def reset_correlation_id(token: contextvars.Token) -> None:
 
 
 class CorrelationIdMiddleware:
+    """Honours an incoming ``X-Correlation-ID`` and answers with the id used."""
+
     def __init__(self, get_response):
         self.get_response = get_response
 
@@ -43,6 +59,13 @@ class CorrelationIdMiddleware:
 
 
 class CorrelationIdFilter(logging.Filter):
+    """Puts ``correlation_id`` on every record: the current one, else the one
+    of the request a ``django.request``/``django.server`` record carries."""
+
     def filter(self, record: logging.LogRecord) -> bool:
-        record.correlation_id = _current.get()
+        value = _current.get()
+        if value == UNSET:
+            request = getattr(record, "request", None)
+            value = getattr(request, "correlation_id", None) or UNSET
+        record.correlation_id = value
         return True

@@ -1,0 +1,133 @@
+"""Redaction of secrets and personal data in free text (SPEC §2, §5, §6).
+
+One module for every app: correction text and lesson bodies before they are
+stored, regrade reasons, and evidence before it enters a review prompt or a
+stored ``ModelCall`` request. Each finding becomes ``[REDACTED:kind]``; the
+count is kept so staff can see that something was removed.
+
+Boundaries are ASCII lookarounds, not ``\\b``: Python counts Chinese
+characters as word characters, so ``\\bsk-`` would miss the key in
+"密钥sk-…" that has no space before it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+
+_NOT_ALNUM_BEFORE = r"(?<![A-Za-z0-9])"
+_NOT_ALNUM_AFTER = r"(?![A-Za-z0-9])"
+
+# (kind, pattern), applied in this order: a private key block before the
+# base64 lines inside it, a URL's password before the e-mail-like user@host.
+PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
+    (
+        "private_key",
+        re.compile(
+            r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY-----.*?(?:-----END (?:[A-Z0-9]+ )*PRIVATE KEY-----|\Z)",
+            re.DOTALL,
+        ),
+    ),
+    # scheme://user:password@host -> the password only
+    ("url_password", re.compile(r"(?<=://)([^/\s:@]+):([^/\s@]+)(?=@)")),
+    (
+        "api_key",
+        re.compile(
+            _NOT_ALNUM_BEFORE
+            + r"(?:sk-(?:proj-|ant-)?[A-Za-z0-9_\-]{16,}"  # OpenAI / Anthropic style
+            + r"|AKIA[0-9A-Z]{16}"  # AWS access key id
+            + r"|gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}"  # GitHub tokens
+            + r"|xox[abprs]-[A-Za-z0-9\-]{10,}"  # Slack
+            + r"|AIza[0-9A-Za-z_\-]{35}"  # Google API key
+            + r"|glpat-[A-Za-z0-9_\-]{20,})"  # GitLab
+            + _NOT_ALNUM_AFTER
+        ),
+    ),
+    ("bearer_token", re.compile(r"(?i)(?<=bearer )[A-Za-z0-9._~+/\-]{16,}=*")),
+    (
+        "password",
+        re.compile(
+            r"(?i)(?<![A-Za-z0-9])(?:password|passwd|pwd|pass|secret|token|api[_-]?key|密码|口令|密钥)"
+            r"(?:\s*[:=：]\s*|\s+is\s+|\s*是\s*)"
+            r"(?P<value>\"[^\"\n]{1,200}\"|'[^'\n]{1,200}'|[^\s,;，；。]{1,200})"
+        ),
+    ),
+    (
+        "email",
+        re.compile(r"(?<![\w.+-])[A-Za-z0-9._%+-]{1,64}@[A-Za-z0-9.-]{1,253}\.[A-Za-z]{2,24}(?![A-Za-z])"),
+    ),
+    (
+        "ip_address",
+        re.compile(
+            _NOT_ALNUM_BEFORE
+            + r"(?<![\d.])(?:(?:25[0-5]|2[0-4]\d|1?\d?\d)\.){3}(?:25[0-5]|2[0-4]\d|1?\d?\d)(?![\d.]*\d)"
+            + r"|(?<![0-9A-Fa-f:])(?:[0-9A-Fa-f]{1,4}:){7}[0-9A-Fa-f]{1,4}(?![0-9A-Fa-f:])"
+        ),
+    ),
+    # Long opaque strings: 32+ hex digits, or 40+ base64 characters mixing
+    # cases and digits (a commit SHA of 40 hex digits counts: evidence keeps
+    # ``head_sha`` in its own field, never in redacted text).
+    ("secret", re.compile(_NOT_ALNUM_BEFORE + r"[0-9a-fA-F]{32,}" + _NOT_ALNUM_AFTER)),
+    (
+        "secret",
+        re.compile(
+            r"(?<![A-Za-z0-9+/=_\-])(?=[A-Za-z0-9+/_\-]*[a-z])(?=[A-Za-z0-9+/_\-]*[A-Z])(?=[A-Za-z0-9+/_\-]*\d)"
+            r"[A-Za-z0-9+/_\-]{40,}={0,2}(?![A-Za-z0-9+/=_\-])"
+        ),
+    ),
+)
+
+
+def marker(kind: str) -> str:
+    return f"[REDACTED:{kind}]"
+
+
+@dataclass(frozen=True)
+class Redacted:
+    text: str
+    count: int = 0
+    kinds: dict[str, int] = field(default_factory=dict)
+
+
+def redact(text: str) -> Redacted:
+    """``text`` with every finding replaced by ``[REDACTED:kind]``."""
+    if not text:
+        return Redacted(text or "")
+    found: Counter[str] = Counter()
+    for kind, pattern in PATTERNS:
+
+        def replace(match: re.Match[str], kind: str = kind) -> str:
+            found[kind] += 1
+            if kind == "password":  # keep "password=" so the text still reads
+                return match.group(0)[: match.start("value") - match.start(0)] + marker(kind)
+            if kind == "url_password":
+                return f"{match.group(1)}:{marker(kind)}"
+            return marker(kind)
+
+        text = pattern.sub(replace, text)
+    return Redacted(text=text, count=sum(found.values()), kinds=dict(found))
+
+
+def redact_text(text: str) -> str:
+    return redact(text).text
+
+
+def redact_json(value):
+    """Every string in a JSON-like value redacted (keys included), and the
+    total count: for model-call requests and evidence copies."""
+    total = 0
+
+    def walk(item):
+        nonlocal total
+        if isinstance(item, str):
+            result = redact(item)
+            total += result.count
+            return result.text
+        if isinstance(item, list):
+            return [walk(v) for v in item]
+        if isinstance(item, dict):
+            return {walk(k) if isinstance(k, str) else k: walk(v) for k, v in item.items()}
+        return item
+
+    return walk(value), total

@@ -1,0 +1,14 @@
+"""Hooks other apps listen to, so that tutor never imports them (STYLE).
+
+``user_message_handled``: a user message was stored and the tutor's turn is
+over -- with a stored ``reply``, or with ``reply=None`` when the model was
+unavailable (the message is kept). Sent once per message, after the model
+call and outside any transaction; the corrections app enqueues its detection
+from here (SPEC §4: on commit, after the reply or the 503, never before the
+tutor's model call).
+"""
+
+from django.dispatch import Signal
+
+# kwargs: message (TutorMessage), session (TutorSession), reply (TutorMessage | None)
+user_message_handled = Signal()
