@@ -10,6 +10,7 @@ from django.utils import timezone
 
 from feedback.models import AttemptKind, AttemptStatus, ReviewAttempt, Submission
 from feedback.results import Basis, aggregate_overall
+from feedback.services.dispatch import announce_on_commit
 from feedback.services.sequences import next_seq
 from feedback.versions import current_versions
 from tutor.audit import audit_record
@@ -133,4 +134,5 @@ def staff_verdict_create(
                 "criteria": changes,
             },
         )
+        announce_on_commit(attempt.pk, attempt.status)
     return attempt

@@ -13,7 +13,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from feedback.models import AttemptStatus, ErrorCode, ReviewAttempt
-from feedback.services.dispatch import attempt_dispatch
+from feedback.services.dispatch import announce_on_commit, attempt_dispatch
 
 log = logging.getLogger(__name__)
 
@@ -43,7 +43,9 @@ def _finish(attempt_id, claim: uuid.UUID, **fields) -> bool:
     )
     if done != 1:
         log.info("attempt %s: claim lost, result discarded", attempt_id)
-    return done == 1
+        return False
+    announce_on_commit(attempt_id, fields["status"])
+    return True
 
 
 def attempt_complete(*, attempt_id, claim: uuid.UUID, result: dict, generation_attempts: int) -> bool:
@@ -121,4 +123,5 @@ def attempts_sweep(*, now=None) -> dict[str, int]:
             finished_at=now,
         ):
             counts["worker_lost"] += 1
+            announce_on_commit(attempt_id, AttemptStatus.UNAVAILABLE)
     return counts
