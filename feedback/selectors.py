@@ -7,8 +7,9 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
+from django.conf import settings
 from django.db import models
-from django.db.models import OuterRef, Q, Subquery
+from django.db.models import F, OuterRef, Q, Subquery
 from django.db.models.functions import Coalesce
 
 from feedback.models import AttemptStatus, ReviewAttempt, Submission
@@ -231,3 +232,64 @@ def visible_submissions(user):
     return qs.filter(
         Q(student=user) | Q(submitted_by=user) | Q(task__course_id__in=access.staff_course_ids(user))
     )
+
+
+# --- the staff work queue (SPEC §8) ---------------------------------------------
+
+
+class Decision(models.TextChoices):
+    """Why a review waits for staff (SPEC §8: feedback states of §3 that need a person)."""
+
+    NEED_REVIEW = "need_review"  # completed, overall NEED_REVIEW
+    INVALID = "invalid"
+    UNAVAILABLE = "unavailable"
+    STALE_RULES = "stale_rules"
+
+
+def _is_newest_of_latest() -> Q:
+    """The attempt is its submission's newest, and the submission is its
+    student's latest for the task (no later submission names it ``previous``)."""
+    newest_seq = (
+        ReviewAttempt.objects.filter(submission=OuterRef("submission"))
+        .order_by("-attempt_seq")
+        .values("attempt_seq")[:1]
+    )
+    return Q(submission__next__isnull=True, attempt_seq=Subquery(newest_seq))
+
+
+def _stale() -> Q:
+    # A rubric version is a row of its own, so "same rubric version and hash"
+    # is "same rubric row" (feedback.versions.Versions.compatible_filter).
+    return (
+        ~Q(rubric_id=F("submission__task__current_rubric_id"))
+        | ~Q(prompt_version=settings.REVIEW_PROMPT_VERSION)
+        | ~Q(engine_version=settings.REVIEW_ENGINE_VERSION)
+    )
+
+
+DECISION_CONDITIONS = {
+    Decision.NEED_REVIEW: lambda: (
+        Q(status=AttemptStatus.COMPLETED, result__overall="NEED_REVIEW") & ~_stale()
+    ),
+    Decision.INVALID: lambda: Q(status=AttemptStatus.INVALID) & ~_stale(),
+    Decision.UNAVAILABLE: lambda: Q(status=AttemptStatus.UNAVAILABLE) & ~_stale(),
+    Decision.STALE_RULES: _stale,
+}
+
+# Extra reasons other rules add to the queue (e.g. model FAILs on criteria
+# whose model-staff agreement is low): callables returning a Q on ReviewAttempt.
+EXTRA_DECISION_CONDITIONS: list = []
+
+
+def attempts_needing_decision(qs, decision: str | None = None):
+    """The attempts of ``qs`` that need a staff decision (SPEC §8): the newest
+    attempt of each student's latest submission, when that review is
+    NEED_REVIEW, ``invalid``, ``unavailable`` or made under outdated rules.
+    ``decision`` narrows to one reason. One statement, served by
+    ``attempt_newest_idx`` and the unique index on ``previous``."""
+    if decision is not None:
+        return qs.filter(_is_newest_of_latest(), DECISION_CONDITIONS[Decision(decision)]())
+    condition = Q()
+    for make in [*DECISION_CONDITIONS.values(), *EXTRA_DECISION_CONDITIONS]:
+        condition |= make()
+    return qs.filter(_is_newest_of_latest(), condition)

@@ -1,7 +1,17 @@
-from django.contrib import admin
+import json
 
-from tutor.admin_scoping import CourseScopedAdmin, ReadOnlyAdmin, ScopedFilter
-from tutor.models import Course, Enrollment, ModelCall, Rubric, Task
+from django.contrib import admin
+from django.utils.html import format_html
+
+from tutor.admin_scoping import CappedCountPaginator, CourseScopedAdmin, ReadOnlyAdmin, ScopedFilter
+from tutor.models import AuditEvent, Course, Enrollment, ModelCall, Rubric, Task
+
+
+def _pretty_json(value):
+    return format_html(
+        '<pre style="white-space:pre-wrap;max-width:100ch">{}</pre>',
+        json.dumps(value, ensure_ascii=False, indent=2),
+    )
 
 
 class RubricInline(admin.TabularInline):
@@ -58,12 +68,99 @@ class EnrollmentAdmin(CourseScopedAdmin):
 
 
 @admin.register(ModelCall)
-class ModelCallAdmin(ReadOnlyAdmin):
-    list_display = ["created_at", "purpose", "status", "model", "latency_ms", "correlation_id"]
-    list_filter = ["purpose", "status"]
+class ModelCallAdmin(CourseScopedAdmin, ReadOnlyAdmin):
+    """Every model request and response (SPEC §4). Prompts quote student work:
+    course staff see only the calls of their own course's reviews and tutor
+    turns; calls of no course are for superusers."""
+
+    list_display = ["created_at", "purpose", "status", "course", "model", "latency_ms", "correlation_id"]
+    list_filter = ["purpose", "status", ("course", ScopedFilter)]
+    list_select_related = ["course"]
     search_fields = ["correlation_id"]
     date_hierarchy = "created_at"
+    show_full_result_count = False
+    paginator = CappedCountPaginator
+    fields = [
+        "created_at",
+        "purpose",
+        "course",
+        "status",
+        "http_status",
+        "model",
+        "latency_ms",
+        "correlation_id",
+        "error",
+        "request",
+        "response_text",
+    ]
+    readonly_fields = fields
 
-    def has_view_permission(self, request, obj=None):
-        # Prompts may quote any course's student work: superusers only.
-        return request.user.is_superuser
+    def get_queryset(self, request):
+        qs = super().get_queryset(request)
+        if request.resolver_match and request.resolver_match.url_name.endswith("changelist"):
+            qs = qs.defer("request_messages", "response_text", "response_json")
+        return qs
+
+    @admin.display(description="request messages")
+    def request(self, call):
+        return _pretty_json(call.request_messages)
+
+
+class EventFilter(admin.SimpleListFilter):
+    """The audit events by name, from the known names: no scan of the table
+    to find which names occur."""
+
+    title = "event"
+    parameter_name = "event"
+
+    def lookups(self, request, model_admin):
+        return AuditEvent.Event.choices
+
+    def queryset(self, request, queryset):
+        return queryset.filter(event=self.value()) if self.value() else queryset
+
+
+@admin.register(AuditEvent)
+class AuditEventAdmin(CourseScopedAdmin, ReadOnlyAdmin):
+    """The audit trail (SPEC §8): read-only, course-scoped, newest first."""
+
+    list_display = [
+        "created_at",
+        "event",
+        "actor_label",
+        "course",
+        "target_repr",
+        "from_state",
+        "to_state",
+        "reason_short",
+    ]
+    list_filter = [EventFilter, ("course", ScopedFilter), ("actor", ScopedFilter)]
+    list_select_related = ["course"]
+    search_fields = ["target_repr", "target_id", "correlation_id", "actor_label"]
+    date_hierarchy = "created_at"
+    show_full_result_count = False
+    paginator = CappedCountPaginator
+    fields = [
+        "created_at",
+        "event",
+        "actor_label",
+        "actor",
+        "course",
+        "target_type",
+        "target_id",
+        "target_repr",
+        "from_state",
+        "to_state",
+        "reason",
+        "correlation_id",
+        "extra_data",
+    ]
+    readonly_fields = fields
+
+    @admin.display(description="reason")
+    def reason_short(self, event):
+        return event.reason if len(event.reason) <= 80 else event.reason[:79] + "…"
+
+    @admin.display(description="extra")
+    def extra_data(self, event):
+        return _pretty_json(event.extra)

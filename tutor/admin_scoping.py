@@ -1,10 +1,16 @@
-"""Admin helpers shared by the apps: course scoping and read-only records."""
+"""Admin helpers shared by the apps: course scoping, read-only records, the
+"needs a decision" default filter and lists that stay cheap on big tables."""
 
 from __future__ import annotations
 
 from django.contrib import admin
+from django.core.paginator import Paginator
+from django.utils.functional import cached_property
 
 from tutor import access
+
+# Lists on big tables count at most this many rows (SPEC §8: no full counts).
+ADMIN_COUNT_CAP = 10_000
 
 
 class ScopedFilter(admin.RelatedOnlyFieldListFilter):
@@ -26,6 +32,11 @@ class CourseScopedAdmin(admin.ModelAdmin):
             return qs
         return qs.filter(**{f"{self.course_path}__in": access.staff_course_ids(request.user)})
 
+    def has_decide_permission(self, request) -> bool:
+        """Queue actions (verdicts, re-reviews, case and lesson decisions) are
+        for superusers and course staff; the rows they act on are scoped."""
+        return request.user.is_superuser or access.staff_course_ids(request.user).exists()
+
 
 class ReadOnlyAdmin(admin.ModelAdmin):
     """History is never edited in admin: no add, change or delete."""
@@ -38,3 +49,32 @@ class ReadOnlyAdmin(admin.ModelAdmin):
 
     def has_delete_permission(self, request, obj=None):
         return False
+
+
+class CappedCountPaginator(Paginator):
+    """Counts at most ``ADMIN_COUNT_CAP`` + 1 rows: a changelist of 100k
+    attempts must not count them all on every page view."""
+
+    @cached_property
+    def count(self):
+        return self.object_list[: ADMIN_COUNT_CAP + 1].count()
+
+
+class DefaultChoiceFilter(admin.SimpleListFilter):
+    """A list filter with a default choice other than "All": a work queue
+    opens on what needs a decision (healthchecks' admin), and "all" is one
+    click away. Subclasses set ``default`` and list it in ``lookups``."""
+
+    default = "needs"
+    all_value = "all"
+
+    def value(self):
+        return super().value() or self.default
+
+    def choices(self, changelist):
+        for lookup, title in self.lookup_choices:
+            yield {
+                "selected": self.value() == str(lookup),
+                "query_string": changelist.get_query_string({self.parameter_name: lookup}),
+                "display": title,
+            }

@@ -6,6 +6,21 @@ class TutorConfig(AppConfig):
     verbose_name = "Courses and tutor"
 
     def ready(self):
+        from django.db.models.signals import post_migrate
+
         from tutor.providers import register_tutor_providers
 
         register_tutor_providers()
+        post_migrate.connect(_refresh_course_staff_group, sender=self)
+
+
+def _refresh_course_staff_group(sender, **kwargs):
+    """After migrations: the course-staff group gets the view permissions of
+    every model course staff may open now (apps add models over releases), so
+    existing staff need no re-enrolment."""
+    from django.contrib.auth.models import Group
+
+    from tutor.services import COURSE_STAFF_GROUP, course_staff_group
+
+    if Group.objects.filter(name=COURSE_STAFF_GROUP).exists():
+        course_staff_group()

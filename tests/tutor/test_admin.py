@@ -10,6 +10,7 @@ from django.test import Client
 from django.urls import reverse
 
 from tests.factories import enroll, make_course, make_task, make_user
+from tutor import llm
 from tutor.models import Course, Enrollment, Rubric, Task
 from tutor.services import course_staff_group
 
@@ -67,11 +68,20 @@ def test_superuser_opens_a_task_with_its_rubric_inline(courses, superuser_client
     assert task.current_rubric.content_hash.encode() in response.content
 
 
-def test_model_call_log_is_for_superusers_only(courses, superuser_client, course_staff_client):
+def test_course_staff_see_only_their_courses_model_calls(courses, superuser_client, course_staff_client):
+    mine, theirs = courses
+    messages = [{"role": "user", "content": "secret prompt of another course"}]
+    own = llm.record_offline_call(messages, purpose="tutor", reply="r", course_id=mine.pk)
+    other = llm.record_offline_call(messages, purpose="tutor", reply="r", course_id=theirs.pk)
+    unscoped = llm.record_offline_call(messages, purpose="review", reply="r")
     url = reverse("admin:tutor_modelcall_changelist")
 
-    assert superuser_client.get(url).status_code == 200
-    assert course_staff_client.get(url).status_code == 403
+    assert {c.pk for c in listed(superuser_client.get(url))} == {own.pk, other.pk, unscoped.pk}
+    assert [c.pk for c in listed(course_staff_client.get(url))] == [own.pk]
+    assert course_staff_client.get(reverse("admin:tutor_modelcall_change", args=[own.pk])).status_code == 200
+    response = course_staff_client.get(reverse("admin:tutor_modelcall_change", args=[other.pk]))
+    assert response.status_code == 302  # a row outside the scope is "missing": back to the index
+    assert b"secret prompt" not in response.content
 
 
 @pytest.mark.parametrize("model", MODELS)
