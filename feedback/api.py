@@ -42,7 +42,19 @@ class SubmissionCursorPagination(SeqCursorPagination):
     ordering = "-submission_seq"
 
 
-class SubmissionViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
+class HiddenChecksContextMixin:
+    """Serializers learn which courses the caller is staff of: only there do
+    hidden checks show their reasons and evidence (SPEC §9)."""
+
+    def get_serializer_context(self):
+        context = super().get_serializer_context()
+        context["staff_courses"] = access.staff_courses_of(self.request.user)
+        return context
+
+
+class SubmissionViewSet(
+    HiddenChecksContextMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet
+):
     queryset = Submission.objects.none()  # the schema's model; requests use get_queryset
     serializer_class = SubmissionSerializer
     filterset_class = SubmissionFilter
@@ -53,11 +65,13 @@ class SubmissionViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewse
 
     def get_queryset(self):
         return visible_submissions(self.request.user).prefetch_related(
-            Prefetch("attempts", queryset=ReviewAttempt.objects.order_by("attempt_seq"))
+            Prefetch(
+                "attempts", queryset=ReviewAttempt.objects.select_related("rubric").order_by("attempt_seq")
+            )
         )
 
     def _fresh(self, submission_id) -> dict:
-        return SubmissionSerializer(self.get_queryset().get(pk=submission_id)).data
+        return self.get_serializer(self.get_queryset().get(pk=submission_id)).data
 
     @extend_schema(
         request=SubmissionCreateSerializer,
@@ -135,7 +149,8 @@ class SubmissionViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewse
             force=serializer.validated_data["force"],
         )
         attempt.refresh_from_db()
-        return Response(AttemptSerializer(attempt).data, status=status.HTTP_201_CREATED)
+        data = AttemptSerializer(attempt, context=self.get_serializer_context()).data
+        return Response(data, status=status.HTTP_201_CREATED)
 
     @extend_schema(request=VerdictSerializer, responses={201: AttemptSerializer})
     @action(detail=True, methods=["post"], throttle_classes=[WriteThrottle])
@@ -153,13 +168,16 @@ class SubmissionViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewse
             criteria=serializer.validated_data["criteria"],
             next_step=serializer.validated_data.get("next_step"),
         )
-        return Response(AttemptSerializer(attempt).data, status=status.HTTP_201_CREATED)
+        data = AttemptSerializer(attempt, context=self.get_serializer_context()).data
+        return Response(data, status=status.HTTP_201_CREATED)
 
 
-class ReviewAttemptViewSet(mixins.RetrieveModelMixin, viewsets.GenericViewSet):
+class ReviewAttemptViewSet(HiddenChecksContextMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
     queryset = ReviewAttempt.objects.none()  # the schema's model; requests use get_queryset
     serializer_class = AttemptSerializer
     lookup_value_converter = "uuid"
 
     def get_queryset(self):
-        return ReviewAttempt.objects.filter(submission__in=visible_submissions(self.request.user))
+        return ReviewAttempt.objects.select_related("rubric", "submission__task").filter(
+            submission__in=visible_submissions(self.request.user)
+        )

@@ -15,6 +15,7 @@ from django.db.models.functions import Coalesce
 from feedback.models import AttemptStatus, ReviewAttempt, Submission
 from feedback.results import result_contract_error
 from feedback.versions import NoRubric, Versions, current_versions
+from feedback.visibility import student_result
 from tutor import access
 from tutor.models import Task
 from tutor.rubrics import CriterionKind, Verdict
@@ -219,6 +220,10 @@ def select_feedback(student, task: Task) -> FeedbackSelection:
             state=FeedbackState.INVALID, reason=InvalidReason.CONTRACT_VIOLATION, **submission, **attempt
         )
     state = FeedbackState.PASSED if result["overall"] == Verdict.PASS else FeedbackState.CURRENT
+    # The tutor sees what the student sees: a hidden check's reason, evidence
+    # and configured terms never enter the block (SPEC §9). A compatible
+    # attempt was made under the current rubric, so its criteria say which.
+    result = student_result(result, versions.rubric.criteria)
     return FeedbackSelection(
         state=state, review_status=result["overall"], result=result, **submission, **attempt
     )

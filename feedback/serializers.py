@@ -5,6 +5,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from feedback.models import ReviewAttempt, Submission
+from feedback.visibility import student_result
 from tutor.rubrics import Verdict
 
 EVIDENCE_KEYS = {"report", "files", "ci", "head_sha", "repo_url"}
@@ -121,7 +122,14 @@ class AttemptSerializer(serializers.ModelSerializer):
 
     @extend_schema_field(serializers.JSONField(allow_null=True))
     def get_result(self, attempt: ReviewAttempt):
-        return attempt.result
+        # Hidden checks keep their reasons for staff of the course (SPEC §9);
+        # without a known viewer, nothing hidden is shown.
+        shown = student_result(attempt.result, attempt.rubric.criteria)
+        if shown is attempt.result or attempt.submission.task.course_id in self.context.get(
+            "staff_courses", ()
+        ):
+            return attempt.result
+        return shown
 
 
 class SubmissionSerializer(serializers.ModelSerializer):

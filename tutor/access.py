@@ -43,3 +43,30 @@ def is_course_staff(user, course_id: int) -> bool:
 
 def role_in(user, course_id: int) -> str | None:
     return Enrollment.objects.filter(user=user, course_id=course_id).values_list("role", flat=True).first()
+
+
+class AllCourses:
+    """Stands for "every course" (a superuser's staff scope)."""
+
+    def __contains__(self, course_id) -> bool:
+        return True
+
+
+class StaffCourses:
+    """The ids of the courses a user is staff of, read on the first
+    membership test and then kept for the request: most responses never ask
+    (only hidden checks do), so most requests pay no query for it."""
+
+    def __init__(self, user):
+        self._user = user
+        self._ids: frozenset | None = None
+
+    def __contains__(self, course_id) -> bool:
+        if self._ids is None:
+            self._ids = frozenset(staff_course_ids(self._user).values_list("course_id", flat=True))
+        return course_id in self._ids
+
+
+def staff_courses_of(user):
+    """A container of the course ids ``user`` is staff of; every course for a superuser."""
+    return AllCourses() if user.is_superuser else StaffCourses(user)

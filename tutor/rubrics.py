@@ -41,3 +41,9 @@ class CheckType(models.TextChoices):
 
 def is_hidden(criterion: dict) -> bool:
     return criterion.get("visibility") == Visibility.HIDDEN
+
+
+def public_criteria(criteria: list[dict]) -> list[dict]:
+    """The rubric as students see it (SPEC §7, §9): a hidden criterion keeps its
+    id, kind and text but not its check configuration."""
+    return [{**c, "check": None} if is_hidden(c) else c for c in criteria or []]

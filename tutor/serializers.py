@@ -2,6 +2,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from tutor.models import Course, Task, TutorMessage, TutorSession
+from tutor.rubrics import CriterionKind, Visibility, public_criteria
 
 
 class CourseSerializer(serializers.ModelSerializer):
@@ -12,9 +13,10 @@ class CourseSerializer(serializers.ModelSerializer):
 
 class CriterionSerializer(serializers.Serializer):
     id = serializers.CharField()
-    kind = serializers.ChoiceField(choices=["acceptance", "learning"])
+    kind = serializers.ChoiceField(choices=CriterionKind.choices)
     text = serializers.CharField()
-    check = serializers.JSONField(allow_null=True)
+    check = serializers.JSONField(allow_null=True, help_text="null for a hidden criterion, except for staff")
+    visibility = serializers.ChoiceField(choices=Visibility.choices, default=Visibility.VISIBLE)
 
 
 class TaskSerializer(serializers.ModelSerializer):
@@ -44,7 +46,11 @@ class TaskSerializer(serializers.ModelSerializer):
 
     @extend_schema_field(CriterionSerializer(many=True))
     def get_criteria(self, task: Task):
-        return task.current_rubric.criteria if task.current_rubric else []
+        criteria = task.current_rubric.criteria if task.current_rubric else []
+        public = public_criteria(criteria)
+        if public != criteria and task.course_id not in self.context.get("staff_courses", ()):
+            criteria = public
+        return [{"visibility": Visibility.VISIBLE.value, **c} for c in criteria]
 
 
 MESSAGE_MAX_CHARS = 8000  # SPEC §4: content 1-8000 characters

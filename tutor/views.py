@@ -44,6 +44,12 @@ class TaskViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gen
             return Task.objects.none()
         return access.visible_tasks(self.request.user).order_by("course_id", "position", "slug")
 
+    def get_serializer_context(self):
+        context = super().get_serializer_context()
+        if not getattr(self, "swagger_fake_view", False):
+            context["staff_courses"] = access.staff_courses_of(self.request.user)
+        return context
+
 
 _check = serializers.ChoiceField(choices=["ok", "down", "not_configured"])
 _health = inline_serializer(

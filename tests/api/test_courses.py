@@ -109,7 +109,7 @@ def test_task_list_shape_for_a_course(course, task, student_client):
         "materials": "Some materials",
         "tags": ["javascript", "docs"],
         "rubric_version": "2026.1",
-        "criteria": [{"check": None, **c} for c in DEFAULT_CRITERIA],
+        "criteria": [{"check": None, "visibility": "visible", **c} for c in DEFAULT_CRITERIA],
     }
 
 
