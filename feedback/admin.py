@@ -357,3 +357,6 @@ def _is_uuid(value: str) -> bool:
     except ValueError:
         return False
     return True
+
+
+from feedback import admin_regrades  # noqa: E402,F401  (registers the regrade queue and agreement pairs)

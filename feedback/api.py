@@ -8,19 +8,25 @@ from django.db.models import Prefetch
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
-from rest_framework.exceptions import PermissionDenied, ValidationError
+from rest_framework.exceptions import NotFound, PermissionDenied, ValidationError
 from rest_framework.response import Response
+from rest_framework.views import APIView
 
+from feedback.agreement import review_agreement
 from feedback.models import CiSource, ReviewAttempt, Submission
 from feedback.selectors import visible_submissions
 from feedback.serializers import (
     AttemptSerializer,
+    RegradeCreateSerializer,
+    RegradeRequestSerializer,
+    ReviewAgreementSerializer,
     ReviewRequestSerializer,
     SubmissionCreateSerializer,
     SubmissionSerializer,
     VerdictSerializer,
 )
 from feedback.services.intake import review_request, submission_create
+from feedback.services.regrades import regrade_request_create
 from feedback.services.verdicts import staff_verdict_create
 from tutor import access
 from tutor.errors import PayloadTooLarge
@@ -152,6 +158,38 @@ class SubmissionViewSet(
         data = AttemptSerializer(attempt, context=self.get_serializer_context()).data
         return Response(data, status=status.HTTP_201_CREATED)
 
+    @extend_schema(
+        request=RegradeCreateSerializer,
+        responses={
+            201: RegradeRequestSerializer,
+            409: OpenApiResponse(
+                description="Not the latest submission, no completed review, or already open."
+            ),
+        },
+    )
+    @action(
+        detail=True,
+        methods=["post"],
+        url_path="regrade-requests",
+        throttle_classes=[WriteThrottle],
+        throttle_scope="regrade_requests",
+    )
+    def regrade_requests(self, request, pk=None):
+        """Ask staff to look at one criterion of the newest completed review of
+        your latest submission (not one the course's CI decided)."""
+        submission = self.get_object()
+        if submission.student_id != request.user.pk:
+            raise PermissionDenied("only the student whose submission it is may ask for a regrade")
+        serializer = RegradeCreateSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        created = regrade_request_create(
+            submission=submission,
+            student=request.user,
+            rubric_id=serializer.validated_data["rubric_id"],
+            reason=serializer.validated_data["reason"],
+        )
+        return Response(RegradeRequestSerializer(created).data, status=status.HTTP_201_CREATED)
+
     @extend_schema(request=VerdictSerializer, responses={201: AttemptSerializer})
     @action(detail=True, methods=["post"], throttle_classes=[WriteThrottle])
     def verdicts(self, request, pk=None):
@@ -170,6 +208,25 @@ class SubmissionViewSet(
         )
         data = AttemptSerializer(attempt, context=self.get_serializer_context()).data
         return Response(data, status=status.HTTP_201_CREATED)
+
+
+class ReviewAgreementView(APIView):
+    @extend_schema(responses={200: ReviewAgreementSerializer}, operation_id="tasks_review_agreement")
+    def get(self, request, task_id):
+        """Per criterion and rubric version: staff/model agreement, the
+        confusion table and the disagreeing submissions (course staff only)."""
+        task = access.visible_tasks(request.user).filter(pk=task_id).first()
+        if task is None:
+            raise NotFound("no such task")
+        if not access.is_course_staff(request.user, task.course_id):
+            raise PermissionDenied("only course staff may see review agreement")
+        body = {
+            "task": task.pk,
+            "floor": settings.REVIEW_AGREEMENT_FLOOR,
+            "min_verdicts": settings.REVIEW_AGREEMENT_MIN_VERDICTS,
+            "rubric_versions": review_agreement(task),
+        }
+        return Response(ReviewAgreementSerializer(body).data)
 
 
 class ReviewAttemptViewSet(HiddenChecksContextMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):

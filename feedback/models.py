@@ -126,6 +126,12 @@ class ReviewAttempt(models.Model):
     error_code = models.CharField(max_length=32, choices=ErrorCode.choices, blank=True)
     error_detail = models.TextField(blank=True)
     generation_attempts = models.PositiveSmallIntegerField(default=0)
+    # The rubric ids the model judged FAIL, as JSON strings ('["A3"]'), written
+    # with the terminal result: the queue finds model FAILs on low-agreement
+    # criteria with a LIKE on this column on any database (SPEC §8). Nullable
+    # so that SQLite adds the column in place: a rebuilt table would lose the
+    # immutability trigger of migration 0002.
+    model_failed = models.TextField(null=True, blank=True)
     forced = models.BooleanField(default=False)
     requested_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
@@ -189,3 +195,89 @@ class ReviewAttempt(models.Model):
     @property
     def is_terminal(self) -> bool:
         return self.status in TERMINAL_STATUSES
+
+
+class CriterionAgreement(models.Model):
+    """One staff verdict on a criterion a machine had judged: the pair
+    (machine status, staff status) under the rubric version both used. Counted
+    per criterion and rubric version for the agreement report (SPEC §7
+    ``review-agreement``); a rubric bump starts a new count."""
+
+    task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="+")
+    rubric = models.ForeignKey(Rubric, on_delete=models.CASCADE, related_name="agreements")
+    criterion = models.CharField(max_length=64)  # the rubric id of the criterion
+    machine_basis = models.CharField(max_length=16)
+    machine_status = models.CharField(max_length=16)
+    staff_status = models.CharField(max_length=16)
+    submission = models.ForeignKey(Submission, on_delete=models.CASCADE, related_name="+")
+    machine_attempt = models.ForeignKey(ReviewAttempt, on_delete=models.CASCADE, related_name="+")
+    staff_attempt = models.ForeignKey(ReviewAttempt, on_delete=models.CASCADE, related_name="agreements")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["staff_attempt", "criterion"], name="agreement_one_per_verdict_criterion"
+            )
+        ]
+        indexes = [
+            # the report and the flag: all pairs of one rubric version, by criterion
+            models.Index(fields=["rubric", "criterion"], name="agreement_rubric_criterion_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.criterion}: {self.machine_basis} {self.machine_status} / staff {self.staff_status}"
+
+    @property
+    def agrees(self) -> bool:
+        return self.machine_status == self.staff_status
+
+
+class RegradeStatus(models.TextChoices):
+    OPEN = "open"
+    SETTLED = "settled"  # a staff verdict named the criterion
+    DECLINED = "declined"  # staff kept the verdict, with a reason
+
+
+class RegradeRequest(models.Model):
+    """A student asks staff to look at one criterion of the newest completed
+    review of their latest submission (SPEC §7 regrade requests)."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    submission = models.ForeignKey(Submission, on_delete=models.CASCADE, related_name="regrade_requests")
+    attempt = models.ForeignKey(ReviewAttempt, on_delete=models.CASCADE, related_name="regrade_requests")
+    student = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    rubric_id = models.CharField(max_length=64)
+    reason = models.TextField()  # redacted before storage
+    redactions = models.PositiveSmallIntegerField(default=0)
+    status = models.CharField(max_length=16, choices=RegradeStatus.choices, default=RegradeStatus.OPEN)
+    response = models.TextField(blank=True)
+    decided_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    settled_by = models.ForeignKey(
+        ReviewAttempt, null=True, blank=True, on_delete=models.SET_NULL, related_name="settled_regrades"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    decided_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["created_at"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["submission", "rubric_id"],
+                condition=Q(status="open"),
+                name="regrade_one_open_per_criterion",
+            ),
+            models.CheckConstraint(
+                condition=Q(status__in=["open", "settled", "declined"]), name="regrade_status_valid"
+            ),
+        ]
+        indexes = [
+            # the admin queue: open requests, oldest first
+            models.Index(fields=["created_at"], condition=Q(status="open"), name="regrade_open_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return f"regrade {self.rubric_id} ({self.status})"

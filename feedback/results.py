@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from django.db import models
@@ -94,3 +95,17 @@ def result_contract_error(result: Any, *, rubric_id_chars: int) -> str | None:
     if overall != aggregate_overall(criteria):
         return f"overall {overall} contradicts its criteria ({aggregate_overall(criteria)})"
     return None
+
+
+def model_failed_marks(result: Any) -> str | None:
+    """The rubric ids the model judged FAIL in ``result``, JSON-encoded one by
+    one ('"A3" "A5"'), or None: ``ReviewAttempt.model_failed``. A JSON string
+    is quoted, so a LIKE on '"A3"' never matches "A30"."""
+    if not isinstance(result, dict) or not isinstance(result.get("criteria"), list):
+        return None
+    ids = [
+        c["rubric_id"]
+        for c in result["criteria"]
+        if isinstance(c, dict) and c.get("basis") == Basis.MODEL and c.get("status") == Verdict.FAIL
+    ]
+    return " ".join(json.dumps(i) for i in sorted(ids)) or None

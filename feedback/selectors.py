@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import uuid
 from dataclasses import dataclass
@@ -12,6 +13,7 @@ from django.db import models
 from django.db.models import F, OuterRef, Q, Subquery
 from django.db.models.functions import Coalesce
 
+from feedback.agreement import flagged_criteria
 from feedback.models import AttemptStatus, ReviewAttempt, Submission
 from feedback.results import result_contract_error
 from feedback.versions import NoRubric, Versions, current_versions
@@ -249,6 +251,8 @@ class Decision(models.TextChoices):
     INVALID = "invalid"
     UNAVAILABLE = "unavailable"
     STALE_RULES = "stale_rules"
+    # a model FAIL on a criterion flagged for low model-staff agreement
+    LOW_AGREEMENT = "low_agreement"
 
 
 def _is_newest_of_latest() -> Q:
@@ -279,22 +283,29 @@ DECISION_CONDITIONS = {
     Decision.INVALID: lambda: Q(status=AttemptStatus.INVALID) & ~_stale(),
     Decision.UNAVAILABLE: lambda: Q(status=AttemptStatus.UNAVAILABLE) & ~_stale(),
     Decision.STALE_RULES: _stale,
+    Decision.LOW_AGREEMENT: lambda: _model_fail_on_flagged(),
 }
 
-# Extra reasons other rules add to the queue (e.g. model FAILs on criteria
-# whose model-staff agreement is low): callables returning a Q on ReviewAttempt.
-EXTRA_DECISION_CONDITIONS: list = []
+
+def _model_fail_on_flagged() -> Q:
+    """A completed review in which the model FAILed a flagged criterion (one
+    grouped query finds the flagged criteria; ``model_failed`` holds the ids)."""
+    condition = Q(pk__in=[])
+    for rubric_pk, rubric_id in flagged_criteria():
+        condition |= Q(rubric_id=rubric_pk, model_failed__contains=json.dumps(rubric_id))
+    return Q(status=AttemptStatus.COMPLETED) & condition
 
 
 def attempts_needing_decision(qs, decision: str | None = None):
     """The attempts of ``qs`` that need a staff decision (SPEC §8): the newest
     attempt of each student's latest submission, when that review is
-    NEED_REVIEW, ``invalid``, ``unavailable`` or made under outdated rules.
+    NEED_REVIEW, ``invalid``, ``unavailable``, made under outdated rules, or
+    a model FAIL on a criterion flagged for low agreement.
     ``decision`` narrows to one reason. One statement, served by
     ``attempt_newest_idx`` and the unique index on ``previous``."""
     if decision is not None:
         return qs.filter(_is_newest_of_latest(), DECISION_CONDITIONS[Decision(decision)]())
     condition = Q()
-    for make in [*DECISION_CONDITIONS.values(), *EXTRA_DECISION_CONDITIONS]:
+    for make in DECISION_CONDITIONS.values():
         condition |= make()
     return qs.filter(_is_newest_of_latest(), condition)

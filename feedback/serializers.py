@@ -4,7 +4,8 @@ from django.conf import settings
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from feedback.models import ReviewAttempt, Submission
+from feedback.models import RegradeRequest, ReviewAttempt, Submission
+from feedback.services.regrades import REGRADE_REASON_MAX_CHARS
 from feedback.visibility import student_result
 from tutor.rubrics import Verdict
 
@@ -132,11 +133,24 @@ class AttemptSerializer(serializers.ModelSerializer):
         return shown
 
 
+class RegradeRequestSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = RegradeRequest
+        fields = ["id", "rubric_id", "reason", "status", "response", "created_at", "decided_at"]
+        read_only_fields = fields
+
+
+class RegradeCreateSerializer(serializers.Serializer):
+    rubric_id = serializers.CharField(max_length=64)
+    reason = serializers.CharField(max_length=REGRADE_REASON_MAX_CHARS)
+
+
 class SubmissionSerializer(serializers.ModelSerializer):
     task = serializers.UUIDField(source="task_id", read_only=True)
     student = serializers.CharField(source="student.username", read_only=True)
     previous = serializers.UUIDField(source="previous_id", read_only=True, allow_null=True)
     attempts = AttemptSerializer(many=True, read_only=True)
+    regrade_requests = RegradeRequestSerializer(many=True, read_only=True)
 
     class Meta:
         model = Submission
@@ -151,6 +165,7 @@ class SubmissionSerializer(serializers.ModelSerializer):
             "created_at",
             "evidence",
             "attempts",
+            "regrade_requests",
         ]
         read_only_fields = fields
 
@@ -180,3 +195,57 @@ class VerdictSerializer(serializers.Serializer):
                 raise serializers.ValidationError(f"criteria[{i}]: {item['rubric_id']!r} is given twice")
             seen.add(item["rubric_id"])
         return criteria
+
+
+# --- review agreement (SPEC §7): typed for the schema ---------------------------
+
+
+class ConfusionRowSerializer(serializers.Serializer):
+    PASS = serializers.IntegerField()
+    FAIL = serializers.IntegerField()
+    NEED_REVIEW = serializers.IntegerField()
+
+
+class ConfusionSerializer(serializers.Serializer):
+    """Rows: the machine's status; columns: staff's."""
+
+    PASS = ConfusionRowSerializer()
+    FAIL = ConfusionRowSerializer()
+    NEED_REVIEW = ConfusionRowSerializer()
+
+
+class DisagreementSerializer(serializers.Serializer):
+    submission = serializers.UUIDField()
+    staff_attempt = serializers.UUIDField()
+    machine_basis = serializers.CharField()
+    machine_status = serializers.CharField()
+    staff_status = serializers.CharField()
+    created_at = serializers.DateTimeField()
+
+
+class CriterionAgreementSerializer(serializers.Serializer):
+    rubric_id = serializers.CharField()
+    criterion = serializers.CharField()
+    verdicts = serializers.IntegerField()
+    agreements = serializers.IntegerField()
+    agreement_rate = serializers.FloatField(allow_null=True)
+    model_verdicts = serializers.IntegerField()
+    model_agreement_rate = serializers.FloatField(allow_null=True)
+    by_basis = serializers.DictField(child=serializers.IntegerField())
+    confusion = ConfusionSerializer()
+    flagged = serializers.BooleanField()
+    disagreements = DisagreementSerializer(many=True)
+
+
+class RubricAgreementSerializer(serializers.Serializer):
+    rubric_version = serializers.CharField()
+    current = serializers.BooleanField()
+    outdated = serializers.BooleanField()
+    criteria = CriterionAgreementSerializer(many=True)
+
+
+class ReviewAgreementSerializer(serializers.Serializer):
+    task = serializers.UUIDField()
+    floor = serializers.FloatField()
+    min_verdicts = serializers.IntegerField()
+    rubric_versions = RubricAgreementSerializer(many=True)

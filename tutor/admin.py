@@ -1,7 +1,7 @@
 import json
 
 from django.contrib import admin
-from django.utils.html import format_html
+from django.utils.html import format_html, format_html_join
 
 from tutor.admin_scoping import CappedCountPaginator, CourseScopedAdmin, ReadOnlyAdmin, ScopedFilter
 from tutor.models import AuditEvent, Course, Enrollment, ModelCall, Rubric, Task
@@ -40,8 +40,49 @@ class TaskAdmin(CourseScopedAdmin):
     list_select_related = ["course", "current_rubric"]
     search_fields = ["slug", "title"]
     # Rubrics change only through import_course: a version is never edited.
-    readonly_fields = ["current_rubric"]
+    readonly_fields = ["current_rubric", "review_agreement"]
     inlines = [RubricInline]
+
+    @admin.display(description="model-staff agreement")
+    def review_agreement(self, task):
+        """Per rubric version and acceptance criterion: staff verdicts, how often
+        they agreed with the machine, and the flag (SPEC §8)."""
+        from feedback.agreement import review_agreement
+
+        versions = review_agreement(task)
+        if not any(c["verdicts"] for v in versions for c in v["criteria"]):
+            return "No staff verdict on a machine-judged criterion yet."
+        return format_html_join(
+            "",
+            "<h3>Rubric {}{}</h3><table><thead><tr><th>criterion</th><th>verdicts</th>"
+            "<th>agreement</th><th>model verdicts</th><th>model agreement</th><th>flag</th></tr></thead>"
+            "<tbody>{}</tbody></table>",
+            (
+                (
+                    v["rubric_version"],
+                    " (current)" if v["current"] else " (outdated rubric)",
+                    format_html_join(
+                        "",
+                        "<tr><td>{} {}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                        (
+                            (
+                                c["rubric_id"],
+                                c["criterion"],
+                                c["verdicts"],
+                                "-" if c["agreement_rate"] is None else f"{c['agreement_rate']:.0%}",
+                                c["model_verdicts"],
+                                "-"
+                                if c["model_agreement_rate"] is None
+                                else f"{c['model_agreement_rate']:.0%}",
+                                "LOW AGREEMENT" if c["flagged"] else "",
+                            )
+                            for c in v["criteria"]
+                        ),
+                    ),
+                )
+                for v in versions
+            ),
+        )
 
     # The version alone: Rubric.__str__ would load the rubric's task and course
     # again for every row.

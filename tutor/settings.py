@@ -118,6 +118,13 @@ CELERY_VISIBILITY_TIMEOUT = env_int("CELERY_VISIBILITY_TIMEOUT", 3600, minimum=1
 REVIEW_SWEEP_INTERVAL = env_int("REVIEW_SWEEP_INTERVAL", 60, minimum=1)
 REVIEW_QUEUED_REDISPATCH_AFTER = env_int("REVIEW_QUEUED_REDISPATCH_AFTER", 120, minimum=1)
 MODEL_CALL_RETENTION_DAYS = env_int("MODEL_CALL_RETENTION_DAYS", 90, minimum=1)
+# Model-staff agreement (review-agreement): a criterion whose model verdicts
+# staff agree with less often than the floor, over at least the minimum number
+# of staff verdicts, is flagged, and new model FAILs on it wait for staff.
+REVIEW_AGREEMENT_FLOOR = env_number("REVIEW_AGREEMENT_FLOOR", 0.8)
+REVIEW_AGREEMENT_MIN_VERDICTS = env_int("REVIEW_AGREEMENT_MIN_VERDICTS", 10, minimum=1)
+if REVIEW_AGREEMENT_FLOOR > 1:
+    raise ImproperlyConfigured("REVIEW_AGREEMENT_FLOOR must be between 0 and 1")
 
 _worst_review = REVIEW_MAX_GENERATIONS * (
     (TUTOR_LLM_RETRIES + 1) * TUTOR_LLM_TIMEOUT
@@ -178,6 +185,7 @@ else:
 # --- REST framework -----------------------------------------------------------
 TUTOR_THROTTLE_SUBMISSIONS = env_rate("TUTOR_THROTTLE_SUBMISSIONS", "30/min")
 TUTOR_THROTTLE_MESSAGES = env_rate("TUTOR_THROTTLE_MESSAGES", "60/min")
+TUTOR_THROTTLE_REGRADES = env_rate("TUTOR_THROTTLE_REGRADES", "10/hour")
 REST_FRAMEWORK = {
     # Token first: an anonymous request is answered 401 with a WWW-Authenticate
     # header rather than 403 (SPEC §7).
@@ -194,6 +202,7 @@ REST_FRAMEWORK = {
     "DEFAULT_THROTTLE_RATES": {
         "submissions": TUTOR_THROTTLE_SUBMISSIONS,
         "messages": TUTOR_THROTTLE_MESSAGES,
+        "regrade_requests": TUTOR_THROTTLE_REGRADES,
     },
     "TEST_REQUEST_DEFAULT_FORMAT": "json",
 }

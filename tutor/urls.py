@@ -27,6 +27,11 @@ urlpatterns = [
         name="tutor-session-messages",
     ),
     path("api/tutor/context/", session_views.ContextView.as_view(), name="tutor-context"),
+    path(
+        "api/tasks/<uuid:task_id>/review-agreement/",
+        feedback_api.ReviewAgreementView.as_view(),
+        name="task-review-agreement",
+    ),
     path("api/", include(router.urls)),
 ]
 

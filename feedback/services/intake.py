@@ -69,6 +69,7 @@ def attempt_create(
             **fields,
             status=AttemptStatus.COMPLETED,
             result=source.result,
+            model_failed=source.model_failed,
             reused_from=original,
             generation_attempts=0,
             finished_at=now,

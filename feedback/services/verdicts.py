@@ -8,9 +8,11 @@ import re
 from django.db import transaction
 from django.utils import timezone
 
-from feedback.models import AttemptKind, AttemptStatus, ReviewAttempt, Submission
+from feedback.agreement import MACHINE_BASES
+from feedback.models import AttemptKind, AttemptStatus, CriterionAgreement, ReviewAttempt, Submission
 from feedback.results import Basis, aggregate_overall
 from feedback.services.dispatch import announce_on_commit
+from feedback.services.regrades import regrades_settle
 from feedback.services.sequences import next_seq
 from feedback.versions import current_versions
 from tutor.audit import audit_record
@@ -134,5 +136,33 @@ def staff_verdict_create(
                 "criteria": changes,
             },
         )
+        if base is not None:
+            _record_agreement(base=base, verdict=attempt, criteria=criteria)
+        regrades_settle(
+            submission=submission, verdict=attempt, staff=staff, rubric_ids=[i["rubric_id"] for i in criteria]
+        )
         announce_on_commit(attempt.pk, attempt.status)
     return attempt
+
+
+def _record_agreement(*, base: ReviewAttempt, verdict: ReviewAttempt, criteria: list[dict]) -> None:
+    """One pair (machine status, staff status) per criterion of the verdict
+    that a machine had judged in the review the verdict started from."""
+    judged = {c["rubric_id"]: c for c in base.result["criteria"] if c.get("basis") in MACHINE_BASES}
+    CriterionAgreement.objects.bulk_create(
+        [
+            CriterionAgreement(
+                task_id=verdict.submission.task_id,
+                rubric_id=verdict.rubric_id,
+                criterion=item["rubric_id"],
+                machine_basis=judged[item["rubric_id"]]["basis"],
+                machine_status=judged[item["rubric_id"]]["status"],
+                staff_status=item["status"],
+                submission_id=verdict.submission_id,
+                machine_attempt=base,
+                staff_attempt=verdict,
+            )
+            for item in criteria
+            if item["rubric_id"] in judged
+        ]
+    )
