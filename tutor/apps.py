@@ -12,6 +12,14 @@ class TutorConfig(AppConfig):
 
         register_tutor_providers()
         post_migrate.connect(_refresh_course_staff_group, sender=self)
+        post_migrate.connect(_optimize_sqlite, sender=self)
+
+
+def _optimize_sqlite(sender, using="default", **kwargs):
+    """After migrations: SQLite's planner statistics (see tutor.maintenance)."""
+    from tutor.maintenance import database_optimize
+
+    database_optimize(using=using)
 
 
 def _refresh_course_staff_group(sender, **kwargs):

@@ -8,3 +8,10 @@ def purge_model_calls() -> int:
     from tutor.llm import model_calls_purge
 
     return model_calls_purge()
+
+
+@shared_task(name="tutor.tasks.optimize_database", ignore_result=True)
+def optimize_database() -> bool:
+    from tutor.maintenance import database_optimize
+
+    return database_optimize()

@@ -20,24 +20,24 @@ from tutor.errors import Conflict
 from tutor.models import AuditEvent, Task
 
 
-def _reusable_attempt(submission: Submission, versions: Versions) -> ReviewAttempt | None:
-    """An earlier completed review of the same student's same task on identical
-    evidence and versions (SPEC §2 cache). Never across students; unavailable
-    and invalid attempts are never reused. Served by ``submission_cache_idx``."""
-    return (
-        ReviewAttempt.objects.filter(
-            submission__student_id=submission.student_id,
-            submission__task_id=submission.task_id,
-            submission__snapshot_hash=submission.snapshot_hash,
-            submission__ci_source=submission.ci_source,
-            kind=AttemptKind.REVIEW,
-            status=AttemptStatus.COMPLETED,
-            model=versions.model,
-            **versions.compatible_filter(),
-        )
-        .order_by("-attempt_seq")
-        .first()
-    )
+def reusable_attempts(submission: Submission, versions: Versions):
+    """Earlier completed reviews of the same student's same task on identical
+    evidence and versions, newest first (SPEC §2 cache). Never across
+    students; unavailable and invalid attempts are never reused.
+
+    Served by ``submission_cache_idx`` (student, task, snapshot_hash): the
+    cost stays that of one student's history of one task whatever the table
+    size (a test pins the plan on both databases)."""
+    return ReviewAttempt.objects.filter(
+        submission__student_id=submission.student_id,
+        submission__task_id=submission.task_id,
+        submission__snapshot_hash=submission.snapshot_hash,
+        submission__ci_source=submission.ci_source,
+        kind=AttemptKind.REVIEW,
+        status=AttemptStatus.COMPLETED,
+        model=versions.model,
+        **versions.compatible_filter(),
+    ).order_by("-attempt_seq")
 
 
 def attempt_create(
@@ -53,7 +53,7 @@ def attempt_create(
     """
     versions = versions or current_versions(submission.task)
     now = timezone.now()
-    source = None if forced else _reusable_attempt(submission, versions)
+    source = None if forced else reusable_attempts(submission, versions).first()
     fields: dict[str, Any] = {
         "submission": submission,
         "attempt_seq": next_seq("attempt"),

@@ -37,6 +37,10 @@ SETTINGS_VARIABLES = (
     "CELERY_VISIBILITY_TIMEOUT",
     "TUTOR_THROTTLE_SUBMISSIONS",
     "TUTOR_THROTTLE_MESSAGES",
+    "TUTOR_THROTTLE_REGRADES",
+    "REVIEW_AGREEMENT_FLOOR",
+    "REVIEW_AGREEMENT_MIN_VERDICTS",
+    "DATABASE_CONN_MAX_AGE",
     "LOG_LEVEL",
 )
 
@@ -73,6 +77,11 @@ def test_embedded_default_starts():
         ("TUTOR_LLM_TIMEOUT", "0"),
         ("TUTOR_LLM_RETRIES", "1.5"),
         ("REVIEW_MAX_GENERATIONS", "0"),
+        ("TUTOR_THROTTLE_REGRADES", "often"),
+        ("REVIEW_AGREEMENT_FLOOR", "high"),
+        ("REVIEW_AGREEMENT_FLOOR", "1.5"),
+        ("REVIEW_AGREEMENT_MIN_VERDICTS", "0"),
+        ("DATABASE_CONN_MAX_AGE", "-1"),
     ],
 )
 def test_bad_value_stops_start_up_naming_the_variable(variable, value):
@@ -200,3 +209,15 @@ def test_with_redis_url_celery_uses_the_broker_with_redelivery_settings():
     assert mode["visibility"] == 3600
     assert mode["acks_late"] is True
     assert mode["prefetch"] == 1
+
+
+@pytest.mark.parametrize(("env", "max_age"), [({}, 300), ({"DATABASE_CONN_MAX_AGE": "0"}, 0)])
+def test_database_connections_are_kept_and_health_checked(env, max_age):
+    code = (
+        SETUP + "; from django.conf import settings; import json; d = settings.DATABASES['default']; "
+        "print(json.dumps([d['CONN_MAX_AGE'], d['CONN_HEALTH_CHECKS']]))"
+    )
+    result = start(code, DATABASE_URL="postgres://u:p@127.0.0.1:1/db", **env)
+
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout) == [max_age, True]
