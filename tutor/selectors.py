@@ -1,4 +1,9 @@
-"""Reads of the tutor domain: the caller's task, session and history (SPEC §4, §7)."""
+"""Reads of the tutor domain: the caller's task, session and history (SPEC §4, §7).
+
+These run on every tutor request, so each is a ``PreparedQuery``: SQL
+compiled once per process from the queryset next to it (SPEC §10). Model
+instances are rebuilt from the rows with ``Model.from_db``, as the ORM does.
+"""
 
 from __future__ import annotations
 
@@ -8,51 +13,121 @@ from django.http import Http404
 
 from tutor.errors import InvalidInput
 from tutor.history import history_limits
-from tutor.models import Enrollment, Task, TutorMessage, TutorSession
+from tutor.models import Course, Enrollment, Rubric, Task, TutorMessage, TutorSession
+from tutor.prepared import PreparedQuery
+
+
+def _attnames(model) -> list[str]:
+    return [f.attname for f in model._meta.concrete_fields]
+
+
+def _columns(prefix: str, model) -> list[str]:
+    return [f"{prefix}{name}" for name in _attnames(model)]
+
+
+def _instance(model, row: dict, prefix: str = ""):
+    names = _attnames(model)
+    values = [row[f"{prefix}{name}"] for name in names]
+    if values[names.index(model._meta.pk.attname)] is None:
+        return None  # a LEFT JOIN that found nothing (a task without a rubric)
+    return model.from_db("default", names, values)
+
+
+_TASK_COLUMNS = [*_columns("", Task), *_columns("course__", Course), *_columns("current_rubric__", Rubric)]
+
+
+def _task_from(row: dict, prefix: str = "") -> Task:
+    task = _instance(Task, row, prefix)
+    task.course = _instance(Course, row, f"{prefix}course__")
+    task.current_rubric = _instance(Rubric, row, f"{prefix}current_rubric__")
+    return task
+
+
+def student_task_queryset(*, user_id, task_id):
+    return (
+        Task.objects.filter(
+            pk=task_id,
+            course__enrollments__user_id=user_id,
+            course__enrollments__role=Enrollment.Role.STUDENT,
+        )
+        .values(*_TASK_COLUMNS)
+        .order_by()[:1]
+    )
+
+
+STUDENT_TASK = PreparedQuery(student_task_queryset, user_id="int", task_id="uuid")
 
 
 def student_task(user, task_id, field: str = "task") -> Task:
     """A task of a course the user is enrolled in as a student, with its course
     and current rubric; anything else is a 400 on ``field`` (SPEC §7)."""
-    task = (
-        Task.objects.select_related("course", "current_rubric")
-        .filter(
-            pk=task_id,
-            course__enrollments__user=user,
-            course__enrollments__role=Enrollment.Role.STUDENT,
-        )
-        .first()
-    )
-    if task is None:
+    row = STUDENT_TASK.first(user_id=user.pk, task_id=task_id)
+    if row is None:
         raise InvalidInput("not a task of a course you are enrolled in as a student", field=field)
-    return task
+    return _task_from(row)
+
+
+def owned_session_queryset(*, user_id, session_id):
+    return (
+        TutorSession.objects.filter(
+            pk=session_id,
+            student_id=user_id,
+            # A student who left the course keeps no access to its sessions.
+            task__course__enrollments__user_id=user_id,
+            task__course__enrollments__role=Enrollment.Role.STUDENT,
+        )
+        .values(*_columns("", TutorSession), *(f"task__{column}" for column in _TASK_COLUMNS))
+        .order_by()[:1]
+    )
+
+
+OWNED_SESSION = PreparedQuery(owned_session_queryset, user_id="int", session_id="uuid")
 
 
 def owned_session(user, session_id) -> TutorSession:
     """The caller's own session, with its task, course and rubric; anyone
     else's is a 404 (SPEC §7), and so is one of a course the student left."""
-    session = (
-        TutorSession.objects.select_related("student", "task", "task__course", "task__current_rubric")
-        .filter(
-            pk=session_id,
-            student=user,
-            task__course__enrollments__user=user,
-            task__course__enrollments__role=Enrollment.Role.STUDENT,
-        )
-        .first()
-    )
-    if session is None:
+    row = OWNED_SESSION.first(user_id=user.pk, session_id=session_id)
+    if row is None:
         raise Http404("no such session")
+    session = _instance(TutorSession, row)
+    session.student = user
+    session.task = _task_from(row, "task__")
     return session
 
 
-def open_session_id(student, task: Task) -> uuid.UUID | None:
-    """The id of the student's open session for ``task``, if there is one."""
+def open_session_queryset(*, student_id, task_id):
     return (
-        TutorSession.objects.filter(student=student, task=task, archived=False)
-        .values_list("id", flat=True)
-        .first()
+        TutorSession.objects.filter(student_id=student_id, task_id=task_id, archived=False)
+        .values("id")
+        .order_by()[:1]
     )
+
+
+OPEN_SESSION = PreparedQuery(open_session_queryset, student_id="int", task_id="uuid")
+
+
+def open_session_id(student, task: Task) -> uuid.UUID | None:
+    """The id of the student's open session for ``task``, if there is one
+    (served by the partial unique constraint on open sessions)."""
+    row = OPEN_SESSION.first(student_id=student.pk, task_id=task.pk)
+    return row["id"] if row else None
+
+
+def earlier_messages_queryset(*, session_id, before_position, max_messages):
+    return (
+        TutorMessage.objects.filter(session_id=session_id, position__lt=before_position)
+        .order_by("-position")
+        .values("role", "content")[:max_messages]
+    )
+
+
+# "Before the current message": the preview has no current message, so it
+# reads everything below an unreachable position.
+NO_POSITION_LIMIT = 2**31 - 1
+EARLIER_MESSAGES = PreparedQuery(
+    earlier_messages_queryset, shape=("max_messages",), session_id="uuid", before_position="int"
+)
 
 
 def earlier_messages(session_id, before_position: int | None = None) -> list[dict]:
@@ -60,10 +135,10 @@ def earlier_messages(session_id, before_position: int | None = None) -> list[dic
     ``{role, content}`` (one query, at most ``HISTORY_MAX_MESSAGES`` rows)."""
     if session_id is None:
         return []
-    max_messages, _ = history_limits()
-    qs = TutorMessage.objects.filter(session_id=session_id)
-    if before_position is not None:
-        qs = qs.filter(position__lt=before_position)
-    rows = list(qs.order_by("-position").values("role", "content")[:max_messages])
+    rows = EARLIER_MESSAGES.rows(
+        max_messages=history_limits()[0],
+        session_id=session_id,
+        before_position=NO_POSITION_LIMIT if before_position is None else before_position,
+    )
     rows.reverse()
     return rows

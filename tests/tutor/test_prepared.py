@@ -1,0 +1,106 @@
+"""Prepared hot-path queries (SPEC §10): each runs exactly the SQL its ORM
+queryset compiles to and returns exactly the rows the ORM returns, on the
+database the suite runs on (CI runs it on SQLite and on PostgreSQL)."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+
+from feedback.models import AttemptStatus
+from feedback.selectors import LATEST_ROW, LATEST_ROW_WITHOUT_RUBRIC
+from feedback.versions import current_versions
+from tests.factories import enroll, make_attempt, make_course, make_submission, make_task
+from tutor.models import Task, TutorMessage
+from tutor.prepared import PreparationError, PreparedQuery
+from tutor.selectors import EARLIER_MESSAGES, OPEN_SESSION, OWNED_SESSION, STUDENT_TASK, student_task
+from tutor.sessions import session_open
+
+
+def assert_matches_orm(prepared: PreparedQuery, **values):
+    queryset = prepared.build(**values)
+    shape = {name: values[name] for name in prepared.shape}
+    assert prepared.compiled(**shape).sql == queryset.query.get_compiler("default").as_sql()[0]
+    rows = prepared.rows(**values)
+    assert rows == list(queryset)
+    return rows
+
+
+def test_feedback_selection_matches_the_orm_in_every_state(task, student, other_student):
+    versions = current_versions(task).compatible_filter()
+    cases = []
+    cases.append(assert_matches_orm(LATEST_ROW, student_id=student.pk, task_id=task.pk, **versions))  # none
+    submission = make_submission(student, task)
+    cases.append(
+        assert_matches_orm(LATEST_ROW, student_id=student.pk, task_id=task.pk, **versions)
+    )  # pending
+    make_attempt(submission)
+    make_attempt(submission, AttemptStatus.QUEUED)
+    make_attempt(make_submission(other_student, task))
+    cases.append(assert_matches_orm(LATEST_ROW, student_id=student.pk, task_id=task.pk, **versions))
+    stale = {**versions, "rubric_version": "1999.1"}
+    cases.append(assert_matches_orm(LATEST_ROW, student_id=student.pk, task_id=task.pk, **stale))
+    cases.append(assert_matches_orm(LATEST_ROW_WITHOUT_RUBRIC, student_id=student.pk, task_id=task.pk))
+
+    assert cases[0] == []
+    assert cases[1][0]["attempts__id"] is None
+    assert cases[2][0]["attempts__status"] == "queued" and isinstance(cases[2][0]["attempts__id"], uuid.UUID)
+    assert cases[3][0]["attempts__status"] == "queued"  # no compatible attempt: the newest of any versions
+
+
+def test_json_results_come_back_decoded(task, student):
+    make_attempt(make_submission(student, task))
+
+    (row,) = assert_matches_orm(
+        LATEST_ROW, student_id=student.pk, task_id=task.pk, **current_versions(task).compatible_filter()
+    )
+
+    assert row["attempts__result"]["overall"] == "PASS"
+
+
+def test_student_task_and_sessions_match_the_orm(task, student, other_student, staff):
+    assert len(assert_matches_orm(STUDENT_TASK, user_id=student.pk, task_id=task.pk)) == 1
+    assert assert_matches_orm(STUDENT_TASK, user_id=staff.pk, task_id=task.pk) == []  # staff, not student
+    assert assert_matches_orm(STUDENT_TASK, user_id=student.pk, task_id=uuid.uuid4()) == []
+    other_task = make_task(make_course("other-202"))
+    assert assert_matches_orm(STUDENT_TASK, user_id=student.pk, task_id=other_task.pk) == []
+
+    session, _ = session_open(student=student, task=task)
+    assert len(assert_matches_orm(OPEN_SESSION, student_id=student.pk, task_id=task.pk)) == 1
+    assert assert_matches_orm(OPEN_SESSION, student_id=other_student.pk, task_id=task.pk) == []
+    assert len(assert_matches_orm(OWNED_SESSION, user_id=student.pk, session_id=session.pk)) == 1
+    assert assert_matches_orm(OWNED_SESSION, user_id=other_student.pk, session_id=session.pk) == []
+
+    for position in range(1, 31):
+        TutorMessage.objects.create(session=session, position=position, role="user", content=f"m{position}")
+    rows = assert_matches_orm(EARLIER_MESSAGES, session_id=session.pk, before_position=20, max_messages=12)
+    assert [r["content"] for r in rows] == [f"m{p}" for p in range(19, 7, -1)]
+    rows = assert_matches_orm(EARLIER_MESSAGES, session_id=session.pk, before_position=20, max_messages=3)
+    assert len(rows) == 3
+
+
+def test_rebuilt_task_carries_its_course_and_rubric_without_more_queries(
+    task, student, django_assert_num_queries
+):
+    with django_assert_num_queries(1):  # the one prepared statement
+        rebuilt = student_task(student, task.pk)
+        assert rebuilt.course.slug == task.course.slug
+        assert rebuilt.current_rubric.criteria == task.current_rubric.criteria
+        assert rebuilt == task
+
+
+def test_a_task_without_a_rubric_comes_back_with_none(db):
+    course = make_course("norubric-101")
+    task = make_task(course)
+    student = enroll(course, "nina")
+    type(task).objects.filter(pk=task.pk).update(current_rubric=None)
+
+    assert student_task(student, task.pk).current_rubric is None
+
+
+def test_a_rewritten_parameter_is_refused_at_preparation(task):
+    prepared = PreparedQuery(lambda slug: Task.objects.filter(slug__icontains=slug).values("id"), slug="str")
+
+    with pytest.raises(PreparationError, match="slug"):
+        prepared.rows(slug="t1")

@@ -1,0 +1,132 @@
+"""ORM queries compiled once per process, run with new parameters (SPEC §10).
+
+Measured on the tutor context: the database runs the feedback selection in
+0.06 ms, while the ORM spends 1.6 ms building and compiling the same query on
+every request; on PostgreSQL, planning costs 5-6x execution on top. A
+``PreparedQuery`` builds its queryset once per database vendor with sentinel
+parameter values, compiles it, finds where each sentinel landed among the SQL
+parameters, and from then on executes that SQL with the caller's values --
+converted to the database form as the ORM converts them, and the rows
+converted back by the ORM's own converters.
+
+There is one source of truth per query: the SQL is the ORM's own output,
+never written by hand, so it cannot drift from the queryset; the tests run
+each prepared query against its plain ORM twin on both databases (same SQL,
+same rows).
+
+Only exact-match parameters can be prepared (``field=value``, ``in`` lists
+are not): a lookup such as ``icontains`` rewrites its value, and a sentinel
+that is rewritten is reported at preparation time rather than run wrong.
+"""
+
+from __future__ import annotations
+
+import threading
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from django.db import connections, models
+
+# How a parameter's Python value becomes its database form, per kind.
+_KIND_FIELDS: dict[str, models.Field] = {
+    "int": models.BigIntegerField(),
+    "uuid": models.UUIDField(),
+    "str": models.TextField(),
+}
+
+
+class PreparationError(RuntimeError):
+    """A sentinel did not appear among the compiled parameters exactly once."""
+
+
+def _sentinel(kind: str, index: int):
+    if kind == "int":
+        # Inside a 32-bit column's range: Django drops a comparison with a value
+        # outside the column's range from the SQL (it is always true or false).
+        return 2_000_000_000 + index
+    if kind == "uuid":
+        return uuid.UUID(int=0x7E57_0000_0000_0000_0000_0000_0000_0000 + index)
+    return f"\u2063prepared-parameter-{index}\u2063"  # INVISIBLE SEPARATOR: never in real data
+
+
+@dataclass(frozen=True)
+class _Compiled:
+    sql: str
+    params: tuple  # constants, with a slot name (str in a 1-tuple) where a parameter goes
+    compiler: Any
+    names: tuple[str, ...]
+
+
+class PreparedQuery:
+    """``build(**params)`` returns a ``values()`` queryset; ``kinds`` names
+    each parameter's kind ("int", "uuid" or "str"). ``shape`` names the
+    arguments that change the SQL itself (a LIMIT read from settings): they
+    are passed to ``build`` as they are, and each distinct value compiles once."""
+
+    def __init__(self, build: Callable[..., models.QuerySet], *, shape: tuple[str, ...] = (), **kinds: str):
+        unknown = set(kinds.values()) - set(_KIND_FIELDS)
+        if unknown:
+            raise ValueError(f"unknown parameter kinds: {sorted(unknown)}")
+        self.build = build
+        self.kinds = kinds
+        self.shape = shape
+        self._compiled: dict[tuple, _Compiled] = {}
+        self._lock = threading.Lock()
+
+    def _db_value(self, name: str, value, connection):
+        return _KIND_FIELDS[self.kinds[name]].get_db_prep_value(value, connection, prepared=False)
+
+    def _compile(self, using: str, shape: dict) -> _Compiled:
+        connection = connections[using]
+        sentinels = {name: _sentinel(kind, i) for i, (name, kind) in enumerate(self.kinds.items())}
+        queryset = self.build(**sentinels, **shape)
+        query = queryset.query
+        compiler = query.get_compiler(using=using)
+        sql, params = compiler.as_sql()
+        by_db_value = {self._db_value(name, value, connection): name for name, value in sentinels.items()}
+        template, seen = [], set()
+        for param in params:
+            name = by_db_value.get(param) if isinstance(param, (int, str, uuid.UUID)) else None
+            if name is None:
+                template.append(param)
+            else:
+                template.append((name,))
+                seen.add(name)
+        missing = set(self.kinds) - seen
+        if missing:
+            raise PreparationError(f"parameters {sorted(missing)} do not reach the SQL as plain values")
+        names = (*query.extra_select, *query.values_select, *query.annotation_select)
+        return _Compiled(sql=sql, params=tuple(template), compiler=compiler, names=names)
+
+    def compiled(self, using: str = "default", **shape) -> _Compiled:
+        key = (using, connections[using].vendor, *(shape[name] for name in self.shape))
+        compiled = self._compiled.get(key)
+        if compiled is None:
+            with self._lock:
+                compiled = self._compiled.get(key) or self._compile(using, shape)
+                self._compiled[key] = compiled
+        return compiled
+
+    def rows(self, using: str = "default", **values) -> list[dict]:
+        """The rows of the query for ``values`` (and the ``shape`` arguments),
+        as ``values()`` dicts."""
+        shape = {name: values.pop(name) for name in self.shape}
+        compiled = self.compiled(using, **shape)
+        connection = connections[using]
+        params = [
+            self._db_value(p[0], values[p[0]], connection) if isinstance(p, tuple) else p
+            for p in compiled.params
+        ]
+        with connection.cursor() as cursor:
+            cursor.execute(compiled.sql, params)
+            fetched = cursor.fetchall()
+        names = compiled.names
+        return [
+            dict(zip(names, row, strict=True)) for row in compiled.compiler.results_iter(results=[fetched])
+        ]
+
+    def first(self, using: str = "default", **values) -> dict | None:
+        rows = self.rows(using, **values)
+        return rows[0] if rows else None
