@@ -130,6 +130,10 @@ class ModelCall(models.Model):
 
     class Meta:
         ordering = ["-created_at"]
+        indexes = [
+            # admin for course staff: their course's calls, newest first
+            models.Index(fields=["course", "-created_at"], name="modelcall_course_time_idx"),
+        ]
 
     def __str__(self) -> str:
         return f"{self.purpose} {self.status} {self.created_at:%Y-%m-%d %H:%M:%S}"

@@ -27,6 +27,7 @@ from typing import Any
 
 from tutor.fencing import fence
 from tutor.models import Task
+from tutor.rubrics import CriterionKind
 from tutor.sections import (
     TASK_CRITERIA_CHARS,
     TASK_GOAL_CHARS,
@@ -146,10 +147,10 @@ class TaskSection(SectionProvider):
             "goal": task.goal,
             "steps": "\n".join(f"{i}. {s}" for i, s in enumerate(task.steps or [], start=1)),
             "acceptance_criteria": "\n".join(
-                f"- {c['id']}: {c['text']}" for c in criteria if c["kind"] == "acceptance"
+                f"- {c['id']}: {c['text']}" for c in criteria if c["kind"] == CriterionKind.ACCEPTANCE
             ),
             "learning_criteria": "\n".join(
-                f"- {c['id']}: {c['text']}" for c in criteria if c["kind"] == "learning"
+                f"- {c['id']}: {c['text']}" for c in criteria if c["kind"] == CriterionKind.LEARNING
             ),
             "materials": task.materials,
         }

@@ -1,13 +1,11 @@
-"""Budgeted text sections of the tutor's system message (SPEC §4).
+"""Budgets of the tutor's system message (SPEC §4).
 
 Every section has its own character budget and reports what it cut, so
-nothing is dropped silently. Budgets are named constants, overridable in
-settings under the same name.
+nothing is dropped silently (``tutor.providers``). Budgets are named
+constants, overridable in settings under the same name.
 """
 
 from __future__ import annotations
-
-from dataclasses import dataclass, field
 
 from django.conf import settings
 
@@ -27,21 +25,3 @@ def cut(text: str, limit: int) -> tuple[str, bool]:
     if len(text) <= limit:
         return text, False
     return text[: max(limit - len(ELLIPSIS), 0)] + ELLIPSIS, True
-
-
-@dataclass
-class Section:
-    name: str
-    text: str
-    used_chars: int = 0
-    budget_chars: int = 0
-    truncated: list[str] = field(default_factory=list)
-    omitted: int = 0
-
-    def meta(self) -> dict:
-        return {
-            "used_chars": self.used_chars,
-            "budget_chars": self.budget_chars,
-            "truncated": self.truncated,
-            "omitted": self.omitted,
-        }
