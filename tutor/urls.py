@@ -27,6 +27,7 @@ urlpatterns = [
         name="tutor-session-messages",
     ),
     path("api/tutor/context/", session_views.ContextView.as_view(), name="tutor-context"),
+    path("api/me/", views.MeView.as_view(), name="me"),
     path("api/", include(router.urls)),
 ]
 
