@@ -202,6 +202,14 @@ class Browser:
             timeout,
         )
 
+    def wait_for_tutor_view(self, state: str, timeout: float = WAIT_SECONDS) -> None:
+        """The review card's line on what the tutor's next reply will know."""
+        self.wait_until(
+            lambda: self.find("#tutor-view").get_attribute("data-state") == state,
+            lambda: f"the tutor view shows {self._safe_text('#tutor-view')!r}, not state {state!r}",
+            timeout,
+        )
+
     def _safe_text(self, css: str) -> str:
         try:
             return self.text(css)

@@ -147,6 +147,8 @@ def test_seed_000_review_to_guidance_survives_reload_and_gives_way_to_a_newer_su
     assert criterion(page, "L1")["basis"].startswith("none")
     assert NEXT_STEP in page.text("#review-card .next-step")
     assert "Review of submission #" in page.text("#review-status")
+    page.wait_for_tutor_view("current")
+    assert page.text("#tutor-view").endswith("(A1, A2, A3)")
     page.shot("review-card")
     page.shot_element("#review", "review-card-alone")
 
@@ -202,6 +204,7 @@ def test_seed_000_review_to_guidance_survives_reload_and_gives_way_to_a_newer_su
     page.wait_for_step("queued")
     assert A3_REASON not in page.text("#review-card")
     assert "Earlier reviews no longer apply" in page.text("#review-card")
+    page.wait_for_tutor_view("pending")
     model_server.script(Reply("Your new submission is still being reviewed."))
     page.send_chat("what now?")
     page.wait_for_message_count(EARLIER_MESSAGES + 6, timeout=15)

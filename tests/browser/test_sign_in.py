@@ -4,6 +4,8 @@ admin instead of a student's workspace."""
 
 from __future__ import annotations
 
+import uuid
+
 import pytest
 
 from tests.browser.factories import PASSWORD, student_with_password, token_for
@@ -57,9 +59,11 @@ def test_course_staff_see_the_admin_link_and_no_student_workspace(browser):
     task = make_task(course)
     teacher = student_with_password(course, "teacher", Enrollment.Role.STAFF)
 
-    browser.open("/")
+    # A link to a task that is not one of hers (an old or mistyped link).
+    browser.open(f"/?task={uuid.uuid4()}")
     browser.sign_in_with_token(token_for(teacher))
     browser.wait_for_text("#task-heading", task.title)
+    assert "not a task of your courses" in browser.text("#page-error")
     link = browser.wait_for("#admin-link")
     assert link.get_attribute("href").endswith("/admin/")
     assert "staff in this course" in browser.text("#task-note")

@@ -8,7 +8,7 @@ import { clear, h, show } from "./dom.js";
 import { applyLanguage, chooseLanguage, setUpLanguageSelect, t } from "./i18n.js";
 import { EvidenceForm } from "./evidence.js";
 import { messageNode, renderMessages } from "./chat.js";
-import { newestAttempt, renderProgress, renderReview, TERMINAL } from "./review.js";
+import { newestAttempt, renderProgress, renderReview, renderTutorView, TERMINAL } from "./review.js";
 
 const $ = (id) => document.getElementById(id);
 const POLL_FIRST_MS = 500;
@@ -22,6 +22,7 @@ const state = {
   task: null,
   session: null,
   submission: null,
+  tutorView: null,
   messages: [],
   // Bumped whenever another task is opened: loops of the previous one stop.
   generation: 0,
@@ -154,6 +155,8 @@ async function showApp() {
     return;
   }
   fillTaskSelect();
+  const wanted = new URLSearchParams(window.location.search).get("task");
+  if (wanted && !taskFromUrl()) show($("page-error"), t("task_not_found"));
   const task = taskFromUrl() || firstStudentTask();
   $("task-select").value = task.id;
   await openTask(task);
@@ -187,6 +190,8 @@ async function openTask(task) {
   state.task = task;
   state.session = null;
   state.submission = null;
+  state.tutorView = null;
+  clear($("tutor-view"));
   $("workspace").hidden = false;
   renderTaskDetails(task);
   const role = enrollmentFor(task.course)?.role;
@@ -218,11 +223,29 @@ async function loadReview() {
   }
   if (generation !== state.generation) return;
   showSubmission(page.results[0] || null);
+  await loadTutorView();
+}
+
+// What the tutor's next turn will be given: the feedback block of the
+// context preview (no side effects on the server). It names the state of
+// SPEC §3 -- pending, stale_rules, ... -- as the server decides it.
+async function loadTutorView() {
+  const generation = state.generation;
+  let feedback = null;
+  try {
+    const preview = await api("GET", `/api/tutor/context/?task=${encodeURIComponent(state.task.id)}`);
+    feedback = preview.feedback;
+  } catch (error) {
+    handleAuthError(error);
+  }
+  if (generation !== state.generation) return;
+  state.tutorView = feedback;
+  renderTutorView($("tutor-view"), feedback, { onRetry: retryReview });
 }
 
 function renderSubmission(submission) {
   const attempt = newestAttempt(submission);
-  renderReview($("review-card"), { task: state.task, submission, onRetry: retryReview });
+  renderReview($("review-card"), { submission, onRetry: retryReview });
   renderProgress($("review-progress"), attempt ? attempt.status : null);
   if (attempt) announceAttempt(submission, attempt.status);
   return attempt;
@@ -286,6 +309,7 @@ function setUpEvidenceForm() {
     try {
       const submission = await api("POST", "/api/submissions/", body);
       showSubmission(submission);
+      loadTutorView();
       $("review-heading").setAttribute("tabindex", "-1");
       $("review").scrollIntoView({ block: "start" });
     } catch (error) {
@@ -374,6 +398,24 @@ async function waitForPendingReply() {
   }
 }
 
+// A 409: either a reply to this session is still being written (wait for
+// it), or the session was archived meanwhile by a new conversation started
+// elsewhere (switch to the open one).
+async function followConflict(session) {
+  try {
+    const open = await api("POST", "/api/tutor/sessions/", { task: state.task.id });
+    if (open.id !== session.id) {
+      state.session = open;
+      await loadMessages();
+      return;
+    }
+  } catch (error) {
+    if (!handleAuthError(error)) show($("chat-error"), errorText(error));
+    return;
+  }
+  waitForPendingReply();
+}
+
 async function sendMessage() {
   const input = $("chat-input");
   const content = input.value;
@@ -404,14 +446,7 @@ async function sendMessage() {
       await loadMessages();
     } else if (error instanceof ApiError && error.status === 409) {
       show($("chat-error"), t("reply_still_coming"));
-      const open = await api("POST", "/api/tutor/sessions/", { task: state.task.id });
-      if (open.id !== session.id) {
-        // This session was archived meanwhile (a new conversation elsewhere).
-        state.session = open;
-        await loadMessages();
-      } else {
-        waitForPendingReply();
-      }
+      await followConflict(session);
     } else {
       show($("chat-error"), errorText(error));
     }
@@ -433,7 +468,6 @@ function setUpChat() {
     }
   });
   $("new-session-button").addEventListener("click", async () => {
-    state.generation += 1;
     await openSession(true);
     $("chat-input").focus();
   });
@@ -451,6 +485,7 @@ async function start() {
       renderTaskDetails(state.task);
       renderMessages($("chat-log"), state.messages);
       renderSubmission(state.submission);
+      renderTutorView($("tutor-view"), state.tutorView, { onRetry: retryReview });
     }
   });
   setUpSignIn();

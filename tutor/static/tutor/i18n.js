@@ -29,6 +29,7 @@ export const STRINGS = {
     task_label: "Course task",
     jump_label: "On this page",
     no_tasks: "You are not enrolled in any course with tasks.",
+    task_not_found: "The task in the address is not a task of your courses; here is another one.",
     staff_course_note: "You are {role} in this course: students' work is reviewed in the admin.",
     goal: "Goal",
     steps: "Steps",
@@ -81,7 +82,7 @@ export const STRINGS = {
     review_unavailable:
       "The review service could not review this submission. That is a service problem, not a judgement of your work.",
     review_invalid: "The review record of this submission is unusable. Please ask course staff.",
-    review_stale: "The rubric changed after this review, so it needs a new review.",
+    review_stale: "The review rules changed after this review, so it needs a new review.",
     machine_checks_kept: "Results of the machine checks that did run:",
     retry_review: "Ask for a new review",
     criterion_basis: "Basis",
@@ -128,7 +129,7 @@ export const STRINGS = {
     state_invalid: "review record unusable",
     state_passed: "latest submission passed",
     state_current: "latest review has open items",
-    history_loaded: "Loaded {count} messages.",
+    tutor_view: "The tutor's next reply will know",
   },
   zh: {
     app_title: "项目导师",
@@ -154,6 +155,7 @@ export const STRINGS = {
     task_label: "课程任务",
     jump_label: "本页内容",
     no_tasks: "你还没有加入任何包含任务的课程。",
+    task_not_found: "地址中的任务不属于你的课程，已为你打开另一个任务。",
     staff_course_note: "你在本课程中的角色是 {role}：学生作业在管理后台评审。",
     goal: "目标",
     steps: "步骤",
@@ -204,7 +206,7 @@ export const STRINGS = {
     review_pending: "这次提交还没有完成评审，之前的评审不再适用于它。",
     review_unavailable: "评审服务未能评审这次提交。这是服务故障，不是对你作业的判断。",
     review_invalid: "这次提交的评审记录不可用，请联系课程教师。",
-    review_stale: "这次评审之后评分标准已变更，需要重新评审。",
+    review_stale: "这次评审之后评审规则已变更，需要重新评审。",
     machine_checks_kept: "已完成的机器检查结果：",
     retry_review: "重新申请评审",
     criterion_basis: "依据",
@@ -251,7 +253,7 @@ export const STRINGS = {
     state_invalid: "评审记录不可用",
     state_passed: "最新提交已通过",
     state_current: "最新评审有待处理条目",
-    history_loaded: "已加载 {count} 条消息。",
+    tutor_view: "导师下一次回复将掌握",
   },
 };
 

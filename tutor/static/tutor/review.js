@@ -71,7 +71,7 @@ export function renderProgress(list, status) {
   });
 }
 
-export function renderReview(container, { task, submission, onRetry }) {
+export function renderReview(container, { submission, onRetry }) {
   clear(container);
   if (!submission) {
     container.append(h("p", { class: "muted" }, t("no_submission")));
@@ -91,10 +91,8 @@ export function renderReview(container, { task, submission, onRetry }) {
     return;
   }
   const result = attempt.result || { overall: null, criteria: [], next_step: "" };
-  const stale = task && task.rubric_version && attempt.rubric_version !== task.rubric_version;
   if (attempt.status === "unavailable") container.append(h("p", { class: "notice" }, t("review_unavailable")));
   if (attempt.status === "invalid") container.append(h("p", { class: "notice" }, t("review_invalid")));
-  if (stale) container.append(h("p", { class: "notice" }, t("review_stale")));
   if (attempt.status === "completed") {
     container.append(h("p", { class: "overall" }, `${t("overall")}: `, verdictBadge(result.overall)));
     if (attempt.reused_from) container.append(h("p", { class: "hint" }, t("reused")));
@@ -107,7 +105,30 @@ export function renderReview(container, { task, submission, onRetry }) {
   if (result.next_step) {
     container.append(h("h3", {}, t("next_step")), h("p", { class: "next-step prose" }, result.next_step));
   }
-  if (attempt.status !== "completed" || stale) {
+  if (attempt.status !== "completed") {
     container.append(h("button", { type: "button", class: "retry", onclick: onRetry }, t("retry_review")));
+  }
+}
+
+// The feedback state the tutor's next turn carries, as the server selects it
+// (the context preview's block): the items it includes, and for a review
+// made under older rules, the way to a new one.
+export function renderTutorView(container, feedback, { onRetry }) {
+  clear(container);
+  if (!feedback) return;
+  const state = feedback.state;
+  const ids = (feedback.items || []).map((item) => item.rubric_id);
+  container.dataset.state = state;
+  container.append(
+    h("span", {}, `${t("tutor_view")}: `),
+    h("code", {}, state),
+    ` — ${t(`state_${state}`)}`,
+    ids.length ? ` (${ids.join(", ")})` : "",
+  );
+  if (state === "stale_rules") {
+    container.append(
+      h("p", { class: "notice" }, t("review_stale")),
+      h("button", { type: "button", class: "retry", onclick: onRetry }, t("retry_review")),
+    );
   }
 }
