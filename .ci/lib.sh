@@ -28,17 +28,20 @@ ensure_packages() {
     # The cluster runs as the postgres user, which the package creates.
     id postgres >/dev/null 2>&1 || missing+=(postgresql)
     command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
+    # The browser tests (tests/browser) drive Debian's Chromium through its driver.
+    [[ -x /usr/bin/chromium ]] || missing+=(chromium)
+    [[ -x /usr/bin/chromedriver ]] || missing+=(chromium-driver)
     if ((${#missing[@]})); then
         [[ $EUID -eq 0 ]] || die "missing Debian packages: ${missing[*]} (run as root, or install them)"
         log "installing ${missing[*]} with apt-get"
         export DEBIAN_FRONTEND=noninteractive
         if ! apt-get update -q >"$CI_DATA/logs/apt.log" 2>&1 ||
-            ! apt-get install -y -q postgresql redis-server >>"$CI_DATA/logs/apt.log" 2>&1; then
+            ! apt-get install -y -q "${missing[@]}" >>"$CI_DATA/logs/apt.log" 2>&1; then
             tail -n 30 "$CI_DATA/logs/apt.log" >&2
-            die "apt-get could not install postgresql and redis-server"
+            die "apt-get could not install ${missing[*]}"
         fi
     else
-        log "postgresql and redis-server are installed"
+        log "postgresql, redis-server, chromium and chromium-driver are installed"
     fi
     PG_BIN="$(pg_bindir)"
     [[ -n "$PG_BIN" ]] || die "PostgreSQL server binaries not found under /usr/lib/postgresql"

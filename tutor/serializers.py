@@ -1,7 +1,7 @@
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from tutor.models import Course, Task, TutorMessage, TutorSession
+from tutor.models import Course, Enrollment, Task, TutorMessage, TutorSession
 from tutor.rubrics import CriterionKind, Visibility, public_criteria
 
 
@@ -71,9 +71,13 @@ class SessionOpenSerializer(serializers.Serializer):
 
 
 class MessageSerializer(serializers.ModelSerializer):
+    # SPEC §4: an assistant message carries the context_meta of the request
+    # that produced it (what the tutor was given); null for user messages.
+    context_meta = serializers.JSONField(read_only=True, allow_null=True)
+
     class Meta:
         model = TutorMessage
-        fields = ["id", "role", "content", "created_at"]
+        fields = ["id", "role", "content", "created_at", "context_meta"]
         read_only_fields = fields
 
 
@@ -106,3 +110,21 @@ class ContextSerializer(serializers.Serializer):
     facts = serializers.JSONField()
     preferences = serializers.JSONField()
     meta = serializers.JSONField()
+
+
+# --- who am I (GET /api/me/) ----------------------------------------------------
+
+
+class MeEnrollmentSerializer(serializers.Serializer):
+    course = serializers.UUIDField(source="course_id")
+    course_slug = serializers.CharField(source="course.slug")
+    course_title = serializers.CharField(source="course.title")
+    role = serializers.ChoiceField(choices=Enrollment.Role.choices)
+
+
+class MeSerializer(serializers.Serializer):
+    username = serializers.CharField()
+    display_name = serializers.CharField()
+    # Admin access (course staff, superusers): the client shows a link to /admin/.
+    is_staff = serializers.BooleanField()
+    enrollments = MeEnrollmentSerializer(many=True)

@@ -4,7 +4,7 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 from rest_framework.routers import DefaultRouter
 
 from feedback import api as feedback_api
-from tutor import session_views, views
+from tutor import pages, session_views, views
 
 router = DefaultRouter(trailing_slash=True, use_regex_path=False)
 router.include_root_view = False
@@ -32,7 +32,12 @@ urlpatterns = [
         feedback_api.ReviewAgreementView.as_view(),
         name="task-review-agreement",
     ),
+    path("api/me/", views.MeView.as_view(), name="me"),
     path("api/", include(router.urls)),
+    # --- the reference student client (templates + static JS, no build step) ---
+    path("", pages.client, name="client"),
+    path("login/", pages.SessionLoginView.as_view(), name="session-login"),
+    path("logout/", pages.SessionLogoutView.as_view(), name="session-logout"),
 ]
 
 handler404 = "tutor.handlers.not_found"

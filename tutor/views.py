@@ -8,11 +8,13 @@ from rest_framework import mixins, serializers, viewsets
 from rest_framework.decorators import api_view, authentication_classes, permission_classes
 from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
+from rest_framework.views import APIView
 
 from tutor import access
 from tutor.health import health_report
 from tutor.models import Course, Task
-from tutor.serializers import CourseSerializer, TaskSerializer
+from tutor.selectors import user_enrollments
+from tutor.serializers import CourseSerializer, MeSerializer, TaskSerializer
 
 
 class CourseViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
@@ -49,6 +51,21 @@ class TaskViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gen
         if not getattr(self, "swagger_fake_view", False):
             context["staff_courses"] = access.staff_courses_of(self.request.user)
         return context
+
+
+class MeView(APIView):
+    @extend_schema(responses={200: MeSerializer})
+    def get(self, request):
+        """Who the caller is and the courses they are enrolled in, with their
+        role in each: what a client needs to show the right tasks."""
+        user = request.user
+        profile = {
+            "username": user.get_username(),
+            "display_name": user.get_full_name() or user.get_username(),
+            "is_staff": user.is_staff,
+            "enrollments": user_enrollments(user),
+        }
+        return Response(MeSerializer(profile).data)
 
 
 _check = serializers.ChoiceField(choices=["ok", "down", "not_configured"])

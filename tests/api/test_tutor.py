@@ -214,7 +214,9 @@ def test_send_answers_201_with_both_messages_and_the_full_context_meta(
     body = response.json()
     assert body["user_message"]["role"] == "user" and body["user_message"]["content"] == "what now?"
     assert body["reply"]["role"] == "assistant" and body["reply"]["content"] == "Look at A2 first."
-    assert set(body["user_message"]) == {"id", "role", "content", "created_at"}
+    assert set(body["user_message"]) == {"id", "role", "content", "created_at", "context_meta"}
+    assert body["user_message"]["context_meta"] is None
+    assert body["reply"]["context_meta"] == body["context_meta"]
     meta = body["context_meta"]
     assert set(meta) >= META_KEYS
     assert set(meta["omitted"]) == OMITTED_KEYS
@@ -375,6 +377,22 @@ def test_history_lists_the_session_oldest_first(task, student_client, fake_llm):
     assert [(r["role"], r["content"]) for r in rows] == [
         ("user", "one"), ("assistant", "ok"), ("user", "two"), ("assistant", "ok"),
     ]  # fmt: skip
+
+
+@pytest.mark.django_db
+def test_history_gives_each_reply_the_context_meta_it_was_sent_with(
+    task, student_client, fake_llm, failing_review
+):
+    # What the tutor knew survives a reload: a client rebuilds it from the history.
+    fake_llm.default = "ok"
+    session_id = session_id_for(student_client, task)
+    sent = send(student_client, session_id, "what now?").json()
+
+    rows = student_client.get(messages_url(session_id)).json()["results"]
+
+    assert [r["context_meta"] for r in rows] == [None, sent["context_meta"]]
+    assert rows[1]["context_meta"]["feedback_state"] == "current"
+    assert rows[1]["context_meta"]["feedback_rubric_ids"] == ["A2", "A3"]
 
 
 # --- the offline tutor ----------------------------------------------------------

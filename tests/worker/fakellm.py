@@ -1,9 +1,9 @@
-"""A fake OpenAI-compatible chat-completions server for the worker tests.
+"""A fake OpenAI-compatible chat-completions server for the worker and browser tests.
 
 It listens on 127.0.0.1 on a free port, in a thread of the test process, so
-the Celery worker (another process) reaches it over real HTTP exactly as it
-would reach a provider. Each test scripts its answers in order
-(``fake.script(Reply(...), Hang(5))``) and reads back every request it
+the Celery worker (another process) or the live server behind a browser
+reaches it over real HTTP exactly as it would reach a provider. Each test scripts its answers in order
+(``fake.script(Reply(...), Hang(5), Gate(Reply(...)))``) and reads back every request it
 received (``fake.requests``): the model call is checked at the HTTP boundary,
 as the exact JSON the client sent.
 """
@@ -63,7 +63,22 @@ class Call:
     then: Reply | Hang = field(default_factory=lambda: Hang(30))
 
 
-Step = Reply | Hang | Call
+@dataclass(frozen=True)
+class Gate:
+    """Hold the request until the test calls ``open()`` (at most ``seconds``),
+    then behave as ``then``. Unlike ``Call``, the request counts as received
+    the moment it arrives, so a test can watch what happens while it is held
+    (an attempt ``running``, a reply still pending)."""
+
+    then: Reply
+    seconds: float = 30
+    opened: threading.Event = field(default_factory=threading.Event, compare=False)
+
+    def open(self) -> None:
+        self.opened.set()
+
+
+Step = Reply | Hang | Call | Gate
 
 UNSCRIPTED = Reply('{"error": "the test did not script this request"}', status=500)
 
@@ -202,6 +217,12 @@ class FakeLLM:
                 self._mark_seen()
         else:
             self._mark_seen()
+        if isinstance(step, Gate):
+            deadline = time.monotonic() + step.seconds
+            while not step.opened.wait(0.05):
+                if self._stopping.is_set() or time.monotonic() >= deadline:
+                    break
+            step = step.then
         if isinstance(step, Hang):
             self._stopping.wait(step.seconds)
             handler.close_connection = True

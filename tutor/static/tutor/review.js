@@ -1,0 +1,134 @@
+// The review card: the newest attempt of the student's latest submission,
+// read from the submissions API (SPEC §2, §3). Only that attempt is shown as
+// current: an older verdict is never promoted to a newer submission.
+
+import { h, clear, formatTime } from "./dom.js";
+import { t } from "./i18n.js";
+
+export const TERMINAL = new Set(["completed", "unavailable", "invalid"]);
+const STEPS = ["queued", "running"];
+
+export function newestAttempt(submission) {
+  const attempts = (submission && submission.attempts) || [];
+  return attempts.reduce((best, a) => (!best || a.attempt_seq > best.attempt_seq ? a : best), null);
+}
+
+function verdictBadge(status) {
+  const key = status ? `verdict_${status}` : "verdict_null";
+  return h("span", { class: `badge verdict-${status || "none"}` }, t(key));
+}
+
+function basisText(basis) {
+  const key = `basis_${basis}`;
+  const label = t(key);
+  return label === key ? basis : `${basis} — ${label}`;
+}
+
+function criterionItem(c) {
+  return h(
+    "li",
+    { class: `criterion status-${c.status}`, dataset: { rubricId: c.rubric_id } },
+    h(
+      "div",
+      { class: "criterion-head" },
+      h("strong", { class: "rubric-id" }, c.rubric_id),
+      " ",
+      verdictBadge(c.status),
+      " ",
+      h("span", { class: "kind" }, t(`kind_${c.kind}`)),
+    ),
+    h("p", { class: "criterion-text" }, c.criterion),
+    h(
+      "dl",
+      { class: "facts" },
+      h("dt", {}, t("criterion_basis")),
+      h("dd", { class: "basis" }, basisText(c.basis)),
+      c.reason ? [h("dt", {}, t("criterion_reason")), h("dd", { class: "reason" }, c.reason)] : null,
+      c.evidence ? [h("dt", {}, t("criterion_evidence")), h("dd", { class: "evidence" }, c.evidence)] : null,
+    ),
+  );
+}
+
+// The queued → running → terminal steps, the current one marked.
+export function renderProgress(list, status) {
+  clear(list);
+  list.hidden = !status;
+  if (!status) return;
+  const terminal = TERMINAL.has(status) ? status : "completed";
+  const order = [...STEPS, terminal];
+  const reached = TERMINAL.has(status) ? order.length - 1 : order.indexOf(status);
+  order.forEach((step, i) => {
+    const li = h(
+      "li",
+      {
+        class: `step ${i < reached ? "done" : ""} ${i === reached ? "current" : ""} step-${step}`,
+        "aria-current": i === reached ? "step" : null,
+        dataset: { step },
+      },
+      t(`status_${step}`),
+    );
+    list.append(li);
+  });
+}
+
+export function renderReview(container, { submission, onRetry }) {
+  clear(container);
+  if (!submission) {
+    container.append(h("p", { class: "muted" }, t("no_submission")));
+    return;
+  }
+  const attempt = newestAttempt(submission);
+  container.append(
+    h(
+      "p",
+      { class: "meta" },
+      t("submission_line", { seq: submission.submission_seq, time: formatTime(submission.created_at) }),
+      attempt ? ` · ${t("attempt_line", { seq: attempt.attempt_seq })}` : "",
+    ),
+  );
+  if (!attempt || !TERMINAL.has(attempt.status)) {
+    container.append(h("p", { class: "notice" }, t("review_pending")));
+    return;
+  }
+  const result = attempt.result || { overall: null, criteria: [], next_step: "" };
+  if (attempt.status === "unavailable") container.append(h("p", { class: "notice" }, t("review_unavailable")));
+  if (attempt.status === "invalid") container.append(h("p", { class: "notice" }, t("review_invalid")));
+  if (attempt.status === "completed") {
+    container.append(h("p", { class: "overall" }, `${t("overall")}: `, verdictBadge(result.overall)));
+    if (attempt.reused_from) container.append(h("p", { class: "hint" }, t("reused")));
+  }
+  const criteria = result.criteria || [];
+  if (criteria.length) {
+    if (attempt.status !== "completed") container.append(h("p", {}, t("machine_checks_kept")));
+    container.append(h("ul", { class: "criteria-results" }, criteria.map(criterionItem)));
+  }
+  if (result.next_step) {
+    container.append(h("h3", {}, t("next_step")), h("p", { class: "next-step prose" }, result.next_step));
+  }
+  if (attempt.status !== "completed") {
+    container.append(h("button", { type: "button", class: "retry", onclick: onRetry }, t("retry_review")));
+  }
+}
+
+// The feedback state the tutor's next turn carries, as the server selects it
+// (the context preview's block): the items it includes, and for a review
+// made under older rules, the way to a new one.
+export function renderTutorView(container, feedback, { onRetry }) {
+  clear(container);
+  if (!feedback) return;
+  const state = feedback.state;
+  const ids = (feedback.items || []).map((item) => item.rubric_id);
+  container.dataset.state = state;
+  container.append(
+    h("span", {}, `${t("tutor_view")}: `),
+    h("code", {}, state),
+    ` — ${t(`state_${state}`)}`,
+    ids.length ? ` (${ids.join(", ")})` : "",
+  );
+  if (state === "stale_rules") {
+    container.append(
+      h("p", { class: "notice" }, t("review_stale")),
+      h("button", { type: "button", class: "retry", onclick: onRetry }, t("retry_review")),
+    );
+  }
+}
