@@ -95,5 +95,5 @@ def memory_forget(*, item: MemoryItem) -> None:
 
 def memory_purge_expired(*, now: datetime | None = None) -> int:
     """Delete expired items (negative feedback after its hour)."""
-    deleted, _ = MemoryItem.objects.filter(expires_at__lte=now or timezone.now()).delete()
-    return deleted
+    _, per_model = MemoryItem.objects.filter(expires_at__lte=now or timezone.now()).delete()
+    return per_model.get(MemoryItem._meta.label, 0)

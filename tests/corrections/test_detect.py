@@ -31,14 +31,14 @@ def test_a_correction_without_words_of_its_own_takes_the_assistant_topic():
 def test_a_cited_source_gives_0_85():
     found = detect("不对，根据气象局的资料，北京的雨季在七八月", assistant="北京的雨季在五月。")
     assert (found.type, found.confidence) == ("factual", 0.85)
-    found = detect("That's not right: according to the bureau the rainy season is July", assistant="It is May.")
+    found = detect("That's not right: according to the bureau it is July", assistant="It is May.")
     assert (found.type, found.confidence) == ("factual", 0.85)
 
 
 def test_a_plain_correction_gives_0_7():
     found = detect("不对，北京是首都", assistant="上海是首都。")
     assert (found.type, found.confidence, found.corrected_statement) == ("factual", 0.7, "北京是首都")
-    found = detect("Wrong, the capital of Australia is Canberra", assistant="The capital of Australia is Sydney.")
+    found = detect("Wrong, the capital of Australia is Canberra", assistant="Australia's capital is Sydney.")
     assert (found.type, found.confidence) == ("factual", 0.7)
     assert found.corrected_statement == "The capital of Australia is Canberra"
 

@@ -25,6 +25,8 @@ from tests.corrections.conftest import RAINFALL_500, RAINFALL_630, RAINFALL_QUES
 from tests.factories import enroll
 from tutor.models import AuditEvent
 
+STATED_630 = "北京年均降雨量是 630mm 左右"
+
 
 @pytest.mark.django_db
 def test_seed_002_scenario_end_to_end(
@@ -54,7 +56,8 @@ def test_seed_002_scenario_end_to_end(
     # 2. Bob, another student of the course, asks: the model request carries 630 mm.
     bob.send(RAINFALL_QUESTION, reply=RAINFALL_630)
     system = bob.last_system
-    assert "<<<BEGIN COURSE_FACTS>>>\n- 北京 年均 降雨量: 北京年均降雨量是 630mm 左右\n<<<END COURSE_FACTS>>>" in system
+    fenced = f"<<<BEGIN COURSE_FACTS>>>\n- 北京 年均 降雨量: {STATED_630}\n<<<END COURSE_FACTS>>>"
+    assert fenced in system
     assert "500mm" not in system
     assert Correction.objects.filter(user=other_student).count() == 0  # a question is no correction
 
@@ -70,7 +73,7 @@ def test_seed_002_scenario_end_to_end(
     proposal = case.proposals.get()
     assert proposal.supporter_count == 2  # carol and dave, one statement
     fact.refresh_from_db()
-    assert (fact.status, fact.statement, fact.valid_to) == (FactStatus.VERIFIED, "北京年均降雨量是 630mm 左右", None)
+    assert (fact.status, fact.statement, fact.valid_to) == (FactStatus.VERIFIED, STATED_630, None)
     carols = Correction.objects.get(user=third_student)
     assert carols.tiers == ["user", "case"] and carols.case_id == case.pk
     assert MemoryItem.objects.get(user=third_student).content == "北京年均降雨量约为 580mm"
@@ -86,7 +89,7 @@ def test_seed_002_scenario_end_to_end(
     assert [c["id"] for c in listed] == [str(case.pk)]
     assert listed[0]["proposals"][0]["supporters"] == ["carol", "dave"]
     response = staff_client.post(
-        f"/api/correction-cases/{case.pk}/accept/", {"reason": "Beijing Meteorological Bureau, 1991-2020 normal"}
+        f"/api/correction-cases/{case.pk}/accept/", {"reason": "Meteorological Bureau, 1991-2020 normal"}
     )
     assert response.status_code == 200, response.content
     body = response.json()
@@ -97,7 +100,7 @@ def test_seed_002_scenario_end_to_end(
     assert fact.status == FactStatus.SUPERSEDED and fact.valid_to is not None
     assert new.supersedes_id == fact.pk and new.case_id == case.pk
     assert new.statement == "北京年均降雨量约为 580mm"
-    assert new.decision_reason == "Beijing Meteorological Bureau, 1991-2020 normal"
+    assert new.decision_reason == "Meteorological Bureau, 1991-2020 normal"
     assert new.decided_by.username == "teacher"
     assert sorted(FactSupporter.objects.filter(fact=new).values_list("user__username", flat=True)) == [
         "carol",

@@ -59,7 +59,7 @@ def test_normalize_keeps_every_character_in_place():
     text = "不对，ＡＢＣ是６３０ｍｍ“左右”…"
     norm = normalize(text)
     assert len(norm) == len(text)
-    assert norm == "不对,abc是630mm\"左右\"…"
+    assert norm == '不对,abc是630mm"左右"…'
 
 
 @pytest.mark.parametrize(
