@@ -20,8 +20,9 @@ from corrections.models import Correction, CorrectionType, MemoryItem, MemoryTie
 from corrections.text import jaccard, topic_key
 
 
-def _set_tokens(item: MemoryItem, tokens: list[str]) -> None:
-    MemoryToken.objects.filter(memory=item).delete()
+def _set_tokens(item: MemoryItem, tokens: list[str], *, replace: bool) -> None:
+    if replace:
+        MemoryToken.objects.filter(memory=item).delete()
     MemoryToken.objects.bulk_create(MemoryToken(memory=item, token=t) for t in dict.fromkeys(tokens))
 
 
@@ -75,10 +76,10 @@ def memory_remember(
         for name, value in fields.items():
             setattr(existing, name, value)
         existing.save(update_fields=[*fields, "updated_at"])
-        _set_tokens(existing, tokens)
+        _set_tokens(existing, tokens, replace=True)
         return existing
     item = MemoryItem.objects.create(user=user, tier=tier, kind=kind, session=session, **fields)
-    _set_tokens(item, tokens)
+    _set_tokens(item, tokens, replace=False)
     return item
 
 
