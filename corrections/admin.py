@@ -133,6 +133,10 @@ class DecidingAdmin(CourseScopedAdmin):
                 done += 1
         if done:
             self.message_user(request, f"{verb} {done} item(s).", messages.SUCCESS)
+        elif not refused:
+            self.message_user(
+                request, f"Nothing {verb.lower()}: no selected item is in this list.", messages.WARNING
+            )
         for line in refused:
             self.message_user(request, f"Not {verb.lower()}: {line}", messages.ERROR)
 
