@@ -24,9 +24,10 @@ class Chat:
         assert response.status_code in (200, 201), response.content
         self.session_id = response.json()["id"]
 
-    def send(self, content: str, *, reply: str = "好的。", expect: int = 201) -> dict:
-        """Send ``content``; the tutor answers ``reply``; the detection task runs after commit."""
-        self.fake_llm.reply(reply)
+    def send(self, content: str, *, reply: str = "好的。", then=(), expect: int = 201) -> dict:
+        """Send ``content``; the tutor answers ``reply``; the detection task runs
+        after commit (``then``: the model's answers to any later calls)."""
+        self.fake_llm.reply(reply, *then)
         with self.capture(execute=True):
             response = self.client.post(
                 f"/api/tutor/sessions/{self.session_id}/messages/", {"content": content}, format="json"
