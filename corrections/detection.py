@@ -20,6 +20,7 @@ Chinese.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass, replace
 
@@ -56,6 +57,7 @@ PROCESS_CONFIDENCE = 0.8
 
 STATEMENT_MAX_CHARS = 1000  # a stored statement; a message may hold 8000
 ORIGINAL_MAX_CHARS = 500  # the assistant's words a correction refers to
+IMPLICIT_MAX_NUMBERS = 20  # numbers of one message compared with the assistant's
 
 
 @dataclass(frozen=True)
@@ -105,9 +107,13 @@ def _cjk_phrase_spans(doc: Analysed, phrase: str) -> list[Span]:
     return spans
 
 
+@functools.cache
+def _latin_pattern(phrase: str) -> re.Pattern[str]:
+    return re.compile(r"(?<![a-z'])" + re.escape(phrase) + r"(?![a-z'])")
+
+
 def _latin_phrase_spans(doc: Analysed, phrase: str) -> list[Span]:
-    pattern = re.compile(r"(?<![a-z'])" + re.escape(phrase) + r"(?![a-z'])")
-    return [Span(m.start(), m.end()) for m in pattern.finditer(doc.norm)]
+    return [Span(m.start(), m.end()) for m in _latin_pattern(phrase).finditer(doc.norm)]
 
 
 def find_phrases(doc: Analysed, phrases, within: list[Span]) -> list[Span]:
@@ -180,13 +186,16 @@ def _text_without(doc: Analysed, spans: list[Span], removed: list[Span]) -> str:
     return "".join(parts)
 
 
-def _content_words(doc: Analysed, span: Span | None = None, exclude: list[Span] = ()) -> list[str]:
+def _content_words(
+    doc: Analysed, span: Span | None = None, exclude: list[Span] = (), limit: int | None = TOPIC_MAX_TOKENS
+) -> list[str]:
     tokens = doc.tokens if span is None else doc.tokens_in(span)
-    return ordered_unique(
+    words = ordered_unique(
         t.text
         for t in tokens
         if is_content(t) and not any(e.start <= t.start and t.end <= e.end for e in exclude)
-    )[:TOPIC_MAX_TOKENS]
+    )
+    return words[:limit] if limit is not None else words
 
 
 def _whole_message(doc: Analysed, spans: list[Span], kind: str, confidence: float, triggers) -> Detection:
@@ -317,22 +326,23 @@ def _implicit(doc: Analysed, spans: list[Span], reference: Analysed | None) -> D
     stated = [q for q, _ in reference.quantities_in()]
     if not stated:
         return None
-    for span in spans:
-        for quantity, quantity_span in doc.quantities_in(span):
-            if any(quantity.same_as(other) for other in stated):
-                continue
-            own = _content_words(doc, _clause_at(doc, quantity_span.start))
-            if not set(own) & set(_content_words(reference)):
-                continue
-            original, topic, _ = _refer(own, quantity, reference, "")
-            return Detection(
-                type=FACTUAL,
-                confidence=IMPLICIT_CONFIDENCE,
-                topic=tuple(topic),
-                original_statement=original,
-                corrected_statement=_cut(clean_statement(_text_without(doc, spans, [])), STATEMENT_MAX_CHARS),
-                quantity=quantity,
-            )
+    shared_with = set(_content_words(reference, limit=None))
+    candidates = [found for span in spans for found in doc.quantities_in(span)][:IMPLICIT_MAX_NUMBERS]
+    for quantity, quantity_span in candidates:
+        if any(quantity.same_as(other) for other in stated):
+            continue
+        own = _content_words(doc, _clause_at(doc, quantity_span.start))
+        if not set(own) & shared_with:
+            continue
+        original, topic, _ = _refer(own, quantity, reference, "")
+        return Detection(
+            type=FACTUAL,
+            confidence=IMPLICIT_CONFIDENCE,
+            topic=tuple(topic),
+            original_statement=original,
+            corrected_statement=_cut(clean_statement(_text_without(doc, spans, [])), STATEMENT_MAX_CHARS),
+            quantity=quantity,
+        )
     return None
 
 

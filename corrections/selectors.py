@@ -21,6 +21,7 @@ from django.db.models import (
     DateTimeField,
     F,
     IntegerField,
+    Prefetch,
     Q,
     QuerySet,
     Value,
@@ -242,8 +243,6 @@ def visible_cases(user) -> QuerySet[CorrectionCase]:
     """Review cases of the courses ``user`` is staff of, with what the case
     shape shows (active fact, proposals, supporters, their words) in a fixed
     number of queries."""
-    from django.db.models import Prefetch
-
     qs = CorrectionCase.objects.select_related("active_fact", "claimed_by", "decided_by").prefetch_related(
         Prefetch(
             "proposals",

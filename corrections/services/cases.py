@@ -214,8 +214,8 @@ def case_accept(*, case: CorrectionCase, staff, reason: str, proposal_id=None) -
         extra={"proposal": str(proposal.pk), "statement": proposal.statement[:500]},
     )
     if case.kind == CaseKind.PROCESS:
-        exists = ProcessRule.objects.filter(course_id=case.course_id, statement_key=proposal.statement_key)
-        if not exists.exists():
+        same = ProcessRule.objects.filter(course_id=case.course_id, statement_key=proposal.statement_key)
+        if not same.exists():
             ProcessRule.objects.create(
                 course_id=case.course_id,
                 statement=proposal.statement,

@@ -227,3 +227,45 @@ def test_explicit_detection_over_the_rate_limit_is_429(student_client, settings)
     assert response.status_code == 429
     assert response.json()["errors"][0]["code"] == "throttled"
     assert Correction.objects.count() == 2
+
+
+@pytest.mark.django_db
+def test_a_session_scoped_correction_without_a_session_is_recorded_with_no_tier(student_client):
+    response = student_client.post("/api/corrections/", {"content": "不对"}, format="json")
+
+    assert response.status_code == 201
+    assert response.json()["correction"]["type"] == "negative"
+    assert response.json()["correction"]["tiers"] == []
+    assert not MemoryItem.objects.exists()
+
+
+@pytest.mark.django_db
+def test_the_schema_documents_the_corrections_endpoints_and_shapes(db):
+    import json
+
+    schema = json.loads(APIClient().get("/api/schema/", {"format": "json"}).content)
+    paths = schema["paths"]
+    for path in (
+        "/api/memory/",
+        "/api/memory/{id}/",
+        "/api/corrections/",
+        "/api/correction-cases/",
+        "/api/correction-cases/{id}/accept/",
+        "/api/correction-cases/{id}/claim/",
+        "/api/correction-cases/{id}/reject/",
+        "/api/correction-cases/{id}/dispute/",
+    ):
+        assert path in paths, path
+    components = schema["components"]["schemas"]
+    assert set(components["MemoryItem"]["properties"]) == {
+        "id",
+        "tier",
+        "kind",
+        "content",
+        "created_at",
+        "expires_at",
+    }
+    assert {"statement", "supporters", "corrections"} <= set(components["Proposal"]["properties"])
+    assert {"429", "201", "200"} <= set(paths["/api/corrections/"]["post"]["responses"])
+    assert "409" in paths["/api/correction-cases/{id}/accept/"]["post"]["responses"]
+    assert "403" in paths["/api/memory/{id}/"]["delete"]["responses"]
