@@ -242,7 +242,7 @@ class MemoriesSection(BudgetedSection):
 
     def line(self, item, item_chars):
         text, was_cut = cut(_one_line(item.content), item_chars)
-        where = "this session" if item.tier == MemoryTier.SESSION else "earlier sessions"
+        where = "this session" if item.tier == MemoryTier.SESSION else "every session"
         return f"- ({where}) {self.LABELS.get(item.kind, item.kind)}: {text}", was_cut
 
     def item(self, item):
