@@ -43,6 +43,7 @@ INSTALLED_APPS = [
     "drf_standardized_errors",
     "tutor",
     "feedback",
+    "corrections",
 ]
 
 MIDDLEWARE = [
@@ -277,4 +278,38 @@ LOGGING = {
     },
     "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
     "loggers": {"django.db.backends": {"level": "INFO"}},
+}
+
+# --- corrections (SPEC §5) ------------------------------------------------------
+# Routing thresholds, topic matching, injection budgets, fact TTL, case lease and
+# the per-user rate limit; defaults and meanings in corrections/conf.py.
+CORRECTIONS_USER_THRESHOLD = env_number("CORRECTIONS_USER_THRESHOLD", 0.7)
+CORRECTIONS_SYSTEM_THRESHOLD = env_number("CORRECTIONS_SYSTEM_THRESHOLD", 0.85)
+CORRECTIONS_PROCESS_CASE_THRESHOLD = env_number("CORRECTIONS_PROCESS_CASE_THRESHOLD", 0.8)
+CORRECTIONS_TOPIC_MATCH = env_number("CORRECTIONS_TOPIC_MATCH", 0.6)
+for _name in (
+    "CORRECTIONS_USER_THRESHOLD",
+    "CORRECTIONS_SYSTEM_THRESHOLD",
+    "CORRECTIONS_PROCESS_CASE_THRESHOLD",
+    "CORRECTIONS_TOPIC_MATCH",
+):
+    if not 0 < globals()[_name] <= 1:
+        raise ImproperlyConfigured(f"{_name} must be a number in (0, 1]; got {globals()[_name]}")
+if not CORRECTIONS_USER_THRESHOLD <= CORRECTIONS_SYSTEM_THRESHOLD:
+    raise ImproperlyConfigured("CORRECTIONS_USER_THRESHOLD must not exceed CORRECTIONS_SYSTEM_THRESHOLD")
+CORRECTIONS_NEGATIVE_TTL_SECONDS = env_int("CORRECTIONS_NEGATIVE_TTL_SECONDS", 3600, minimum=1)
+CORRECTIONS_INJECT_MIN_TOKENS = env_int("CORRECTIONS_INJECT_MIN_TOKENS", 2, minimum=1)
+CORRECTIONS_INJECT_MAX_FACTS = env_int("CORRECTIONS_INJECT_MAX_FACTS", 8)
+CORRECTIONS_INJECT_MAX_PREFERENCES = env_int("CORRECTIONS_INJECT_MAX_PREFERENCES", 8)
+CORRECTIONS_INJECT_MAX_MEMORIES = env_int("CORRECTIONS_INJECT_MAX_MEMORIES", 8)
+CORRECTIONS_INJECT_MAX_PROCESS_RULES = env_int("CORRECTIONS_INJECT_MAX_PROCESS_RULES", 8)
+CORRECTIONS_ITEM_CHARS = env_int("CORRECTIONS_ITEM_CHARS", 300, minimum=20)
+CORRECTIONS_MIN_SUPPORTERS = env_int("CORRECTIONS_MIN_SUPPORTERS", 1, minimum=1)
+CORRECTIONS_FACT_TTL_DAYS = env_int("CORRECTIONS_FACT_TTL_DAYS", 30, minimum=1)
+CORRECTIONS_CASE_LEASE_SECONDS = env_int("CORRECTIONS_CASE_LEASE_SECONDS", 8 * 3600, minimum=1)
+CORRECTIONS_RATE_LIMIT = env_rate("CORRECTIONS_RATE_LIMIT", "20/hour")
+CORRECTIONS_LLM_CLASSIFIER = env_bool("CORRECTIONS_LLM_CLASSIFIER", False)
+CELERY_BEAT_SCHEDULE["purge-expired-memory"] = {
+    "task": "corrections.tasks.purge_expired_memory",
+    "schedule": 3600.0,
 }

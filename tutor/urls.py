@@ -3,6 +3,7 @@ from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 from rest_framework.routers import DefaultRouter
 
+from corrections import api as corrections_api
 from feedback import api as feedback_api
 from tutor import pages, session_views, views
 
@@ -14,6 +15,10 @@ router.register("courses", views.CourseViewSet, basename="course")
 router.register("tasks", views.TaskViewSet, basename="task")
 router.register("submissions", feedback_api.SubmissionViewSet, basename="submission")
 router.register("review-attempts", feedback_api.ReviewAttemptViewSet, basename="review-attempt")
+# corrections (SPEC §5, §7)
+router.register("memory", corrections_api.MemoryViewSet, basename="memory")
+router.register("corrections", corrections_api.CorrectionViewSet, basename="correction")
+router.register("correction-cases", corrections_api.CorrectionCaseViewSet, basename="correction-case")
 
 urlpatterns = [
     path("admin/", admin.site.urls),

@@ -698,24 +698,34 @@ def seed_volume(student, task, session_id, n: int) -> None:
 #   store the user message: savepoint, INSERT, UPDATE message_count, release (4);
 #   earlier messages (1); feedback selection, one statement (1);
 #   ModelCall row of the tutor call (1);
-#   store the reply: savepoint, INSERT, UPDATE count and pending, release (4).
-MESSAGE_POST_QUERIES = 15
+#   store the reply: savepoint, INSERT, UPDATE count and pending, release (4);
+#   the corrections app's providers: facts, preferences, memories, process rules (4);
+#   correction detection, run after commit in-process (eager Celery, the embedded
+#   default): one read of the message -- "what now?" is no correction (1).
+MESSAGE_POST_QUERIES = 20
 # GET /api/tutor/context/:
 #   token auth (1); the task within the caller's enrolment (1); the open
-#   session's id (1); earlier messages (1); feedback selection (1).
-CONTEXT_GET_QUERIES = 5
+#   session's id (1); earlier messages (1); feedback selection (1);
+#   the corrections app's providers: facts, preferences, memories, process rules (4).
+CONTEXT_GET_QUERIES = 9
 
 
 @pytest.mark.django_db
 @pytest.mark.parametrize("volume", [1, 200])
 def test_message_post_uses_a_constant_number_of_queries(
-    task, student, student_client, fake_llm, django_assert_num_queries, volume
+    task,
+    student,
+    student_client,
+    fake_llm,
+    django_assert_num_queries,
+    django_capture_on_commit_callbacks,
+    volume,
 ):
     fake_llm.default = "ok"
     session_id = open_session(student_client, task)
     seed_volume(student, task, session_id, volume)
 
-    with django_assert_num_queries(MESSAGE_POST_QUERIES):
+    with django_assert_num_queries(MESSAGE_POST_QUERIES), django_capture_on_commit_callbacks(execute=True):
         send(student_client, session_id, "what now?")
 
     assert len(fake_llm.requests[-1]["messages"]) >= 2

@@ -18,6 +18,7 @@ from django.contrib.auth.hashers import make_password
 from django.db import connection, transaction
 from django.utils import timezone
 
+from corrections.bench import FactsSeeder, MemoriesSeeder
 from feedback.evidence import snapshot_hash
 from feedback.models import AttemptStatus, CiSource, ErrorCode, ReviewAttempt, Submission
 from feedback.results import Basis, aggregate_overall
@@ -351,7 +352,7 @@ class SessionSeeder:
 
 
 # Seeded in this order and deleted in the reverse one: later rows point at earlier ones.
-SEEDERS = (StudentsSeeder(), SubmissionsSeeder(), SessionSeeder())
+SEEDERS = (StudentsSeeder(), SubmissionsSeeder(), SessionSeeder(), FactsSeeder(), MemoriesSeeder())
 
 
 def course_spec() -> dict:

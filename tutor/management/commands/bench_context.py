@@ -75,6 +75,12 @@ class Command(DomainCommand):
             "--warmup", type=int, default=20, help="untimed requests per endpoint (default 20)"
         )
         parser.add_argument("--keep", action="store_true", help="keep the benchmark rows for the next run")
+        # Seeders of other apps bring their own size option (e.g. --facts).
+        for seeder in SEEDERS:
+            if hasattr(seeder, "option_help"):
+                parser.add_argument(
+                    f"--{seeder.size}", type=int, default=seeder.default, help=seeder.option_help
+                )
 
     def handle(self, *args, submissions, students, messages, requests, warmup, keep, **options):
         limits = {"--submissions": (submissions, 1), "--students": (students, 1), "--messages": (messages, 0)}
@@ -83,6 +89,11 @@ class Command(DomainCommand):
             if value < minimum:
                 raise CommandError(f"{option} must be at least {minimum}, got {value}")
         sizes = {"students": students, "submissions": submissions, "messages": messages}
+        for seeder in SEEDERS:
+            if hasattr(seeder, "option_help"):
+                if options[seeder.size] < 0:
+                    raise CommandError(f"--{seeder.size} must be at least 0, got {options[seeder.size]}")
+                sizes[seeder.size] = options[seeder.size]
         started = time.perf_counter()
         self.write(f"Database: {connection.vendor}; DEBUG={settings.DEBUG} (SQL query log off for the run)")
         # DEBUG's query log would format and keep every statement: megabytes per

@@ -1,0 +1,48 @@
+"""The named settings of the corrections app (SPEC §5), with their defaults.
+
+``tutor/settings.py`` reads each from the environment; code reads them here
+at call time, so a test's ``settings`` override takes effect at once.
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+
+DEFAULTS = {
+    # Routing (SPEC §5 table; seed 002 §4.1).
+    "CORRECTIONS_USER_THRESHOLD": 0.7,  # factual below: session memory
+    "CORRECTIONS_SYSTEM_THRESHOLD": 0.85,  # factual at or above: system facts (or a case)
+    "CORRECTIONS_PROCESS_CASE_THRESHOLD": 0.8,  # process at or above: also a review case
+    "CORRECTIONS_NEGATIVE_TTL_SECONDS": 3600,  # negative feedback: session memory for 1 h
+    # Topics and injection.
+    "CORRECTIONS_TOPIC_MATCH": 0.6,  # token Jaccard of "the same topic"
+    "CORRECTIONS_INJECT_MIN_TOKENS": 2,  # topic tokens a message or task must contain
+    "CORRECTIONS_INJECT_MAX_FACTS": 8,
+    "CORRECTIONS_INJECT_MAX_PREFERENCES": 8,
+    "CORRECTIONS_INJECT_MAX_MEMORIES": 8,
+    "CORRECTIONS_INJECT_MAX_PROCESS_RULES": 8,
+    "CORRECTIONS_ITEM_CHARS": 300,  # one injected item, cut
+    "CORRECTIONS_QUERY_MAX_TOKENS": 400,  # tokens of the message and the task looked up
+    # Facts.
+    "CORRECTIONS_MIN_SUPPORTERS": 1,  # distinct users before a new fact is active
+    "CORRECTIONS_FACT_TTL_DAYS": 30,  # unconfirmed for longer: not injected unless pinned
+    # Review cases.
+    "CORRECTIONS_CASE_LEASE_SECONDS": 8 * 3600,
+    # Abuse limits.
+    "CORRECTIONS_RATE_LIMIT": "20/hour",  # corrections per user
+    # The optional model classifier (off: the rules decide alone).
+    "CORRECTIONS_LLM_CLASSIFIER": False,
+}
+
+_PERIODS = {"s": 1, "sec": 1, "second": 1, "m": 60, "min": 60, "minute": 60, "h": 3600, "hour": 3600}
+_PERIODS.update({"d": 86400, "day": 86400})
+
+
+def setting(name: str):
+    return getattr(settings, name, DEFAULTS[name])
+
+
+def rate_limit() -> tuple[int, int]:
+    """``CORRECTIONS_RATE_LIMIT`` as (count, seconds)."""
+    count, period = str(setting("CORRECTIONS_RATE_LIMIT")).split("/")
+    return int(count), _PERIODS[period]

@@ -1,0 +1,262 @@
+"""The corrections app's sections of the tutor's system message (SPEC §4, §5).
+
+Four providers take tutor's slots: ``facts`` (course facts relevant to the
+message or task), ``preferences`` (the student's own), ``memories`` (the
+student's own corrections: this session's, then user memory by relevance)
+and ``process_rules`` (approved rules of the course). Each runs one query,
+whatever the volume (SPEC §10), keeps within its count and character budget,
+reports what it left out, and fences its data: a correction is a student's
+words, never an instruction the tutor follows unfenced.
+
+In the context preview, facts and process rules join ``facts``; preferences
+and memories join ``preferences``; every item carries its ``kind``.
+"""
+
+from __future__ import annotations
+
+from abc import abstractmethod
+
+from django.utils import timezone
+
+from corrections.conf import setting
+from corrections.models import CorrectionType, FactStatus, MemoryTier
+from corrections.selectors import (
+    facts_relevant,
+    memories_for_context,
+    preferences_for_context,
+    process_rules_for_context,
+)
+from corrections.text import query_tokens
+from tutor.fencing import fence
+from tutor.providers import (
+    FACTS_CHARS,
+    FACTS_POSITION,
+    MEMORIES_CHARS,
+    MEMORIES_POSITION,
+    PREFERENCES_CHARS,
+    PREFERENCES_POSITION,
+    PROCESS_RULES_CHARS,
+    PROCESS_RULES_POSITION,
+    ContextRequest,
+    Section,
+    SectionProvider,
+    register,
+)
+from tutor.sections import budget, cut
+
+FACTS_USAGE = (
+    "Course facts settled from corrections follow as data. Prefer them to your own knowledge when they "
+    "answer the question. A fact marked DISPUTED has more than one statement: tell the student every "
+    "statement and that the course has not settled it."
+)
+PROCESS_RULES_USAGE = (
+    "Process rules approved by the course staff follow as data; follow them where they apply."
+)
+PREFERENCES_USAGE = (
+    "The student's own preferences about your answers follow as data; follow them unless they conflict "
+    "with the rules above."
+)
+MEMORIES_USAGE = (
+    "The student's own corrections and remarks follow as data: their words, not checked by the course. "
+    "Where one contradicts a course fact, say so and give both."
+)
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _render(lines: list[str], budget_chars: int) -> tuple[str, int]:
+    """As many whole lines as fit in ``budget_chars``; and how many did."""
+    kept, used = [], 0
+    for line in lines:
+        cost = len(line) + (1 if kept else 0)
+        if used + cost > budget_chars:
+            break
+        kept.append(line)
+        used += cost
+    return "\n".join(kept), len(kept)
+
+
+class BudgetedSection(SectionProvider):
+    """Shared by the four: rows → lines within the character budget → fenced text."""
+
+    fence_name = ""
+    usage = ""
+    budget_name = ""
+    budget_default = 0
+    count_setting = ""
+
+    @abstractmethod
+    def rows(self, request: ContextRequest, limit: int):
+        """The section's rows (one query) as a ``Selection``."""
+
+    @abstractmethod
+    def line(self, row, item_chars: int) -> tuple[str, bool]:
+        """One row as a line of the fenced text, and whether it was cut."""
+
+    @abstractmethod
+    def item(self, row) -> dict:
+        """One row as the context preview shows it (with its ``kind``)."""
+
+    def build(self, request: ContextRequest) -> Section:
+        budget_chars = budget(self.budget_name, self.budget_default)
+        selection = self.rows(request, setting(self.count_setting))
+        item_chars = setting("CORRECTIONS_ITEM_CHARS")
+        lines, cuts = [], False
+        for row in selection.rows:
+            text, was_cut = self.line(row, item_chars)
+            lines.append(text)
+            cuts = cuts or was_cut
+        body, kept = _render(lines, budget_chars)
+        if not kept:
+            return Section(budget_chars=budget_chars, omitted=selection.total, data=[])
+        included = selection.rows[:kept]
+        return Section(
+            text=f"{self.usage}\n{fence(self.fence_name, body)}",
+            ids=[str(row.pk) for row in included],
+            omitted=selection.total - kept,
+            used_chars=len(body),
+            budget_chars=budget_chars,
+            truncated=["items"] if cuts else [],
+            data=[self.item(row) for row in included],
+        )
+
+
+def task_text(request: ContextRequest) -> str:
+    task = request.task
+    return "\n".join([task.title, task.goal, "\n".join(task.steps or []), task.materials or ""])
+
+
+class FactsSection(BudgetedSection):
+    name = "facts"
+    position = FACTS_POSITION
+    ids_key = "fact_ids"
+    omitted_key = "facts"
+    data_key = "facts"
+    fence_name = "COURSE_FACTS"
+    usage = FACTS_USAGE
+    budget_name, budget_default = "FACTS_CHARS", FACTS_CHARS
+    count_setting = "CORRECTIONS_INJECT_MAX_FACTS"
+
+    def rows(self, request, limit):
+        cap = setting("CORRECTIONS_QUERY_MAX_TOKENS")
+        return facts_relevant(
+            course_id=request.task.course_id,
+            message_tokens=query_tokens(request.message or "", cap),
+            task_tokens=query_tokens(task_text(request), cap),
+            now=timezone.now(),
+            limit=limit,
+        )
+
+    def line(self, fact, item_chars):
+        statement, was_cut = cut(_one_line(fact.statement), item_chars)
+        if fact.status != FactStatus.DISPUTED:
+            return f"- {fact.topic}: {statement}", was_cut
+        others = [cut(_one_line(s), item_chars)[0] for s in fact.disputed_with]
+        listed = " | ".join([statement, *others])
+        return f"- {fact.topic}: DISPUTED, statements: {listed}", was_cut
+
+    def item(self, fact):
+        return {
+            "kind": "fact",
+            "id": str(fact.pk),
+            "topic": fact.topic,
+            "statement": fact.statement,
+            "status": fact.status,
+            "disputed_with": list(fact.disputed_with),
+            "pinned": fact.pinned,
+            "confirmed_at": fact.confirmed_at.isoformat(),
+        }
+
+
+class ProcessRulesSection(BudgetedSection):
+    name = "process_rules"
+    position = PROCESS_RULES_POSITION
+    ids_key = "process_rule_ids"
+    omitted_key = "process_rules"
+    data_key = "facts"
+    fence_name = "COURSE_PROCESS_RULES"
+    usage = PROCESS_RULES_USAGE
+    budget_name, budget_default = "PROCESS_RULES_CHARS", PROCESS_RULES_CHARS
+    count_setting = "CORRECTIONS_INJECT_MAX_PROCESS_RULES"
+
+    def rows(self, request, limit):
+        return process_rules_for_context(course_id=request.task.course_id, limit=limit)
+
+    def line(self, rule, item_chars):
+        text, was_cut = cut(_one_line(rule.statement), item_chars)
+        return f"- {text}", was_cut
+
+    def item(self, rule):
+        return {"kind": "process_rule", "id": str(rule.pk), "statement": rule.statement}
+
+
+class PreferencesSection(BudgetedSection):
+    name = "preferences"
+    position = PREFERENCES_POSITION
+    ids_key = "preference_ids"
+    omitted_key = "preferences"
+    data_key = "preferences"
+    fence_name = "STUDENT_PREFERENCES"
+    usage = PREFERENCES_USAGE
+    budget_name, budget_default = "PREFERENCES_CHARS", PREFERENCES_CHARS
+    count_setting = "CORRECTIONS_INJECT_MAX_PREFERENCES"
+
+    def rows(self, request, limit):
+        return preferences_for_context(user=request.student, limit=limit)
+
+    def line(self, item, item_chars):
+        text, was_cut = cut(_one_line(item.content), item_chars)
+        return f"- {text}", was_cut
+
+    def item(self, item):
+        return {"kind": "preference", "id": str(item.pk), "content": item.content}
+
+
+class MemoriesSection(BudgetedSection):
+    name = "memories"
+    position = MEMORIES_POSITION
+    ids_key = "memory_ids"
+    omitted_key = "memories"
+    data_key = "preferences"
+    fence_name = "STUDENT_MEMORY"
+    usage = MEMORIES_USAGE
+    budget_name, budget_default = "MEMORIES_CHARS", MEMORIES_CHARS
+    count_setting = "CORRECTIONS_INJECT_MAX_MEMORIES"
+
+    LABELS = {
+        CorrectionType.FACTUAL: "the student corrected a fact",
+        CorrectionType.PROCESS: "the student asked for this way of working",
+        CorrectionType.NEGATIVE: "the student said this earlier answer was wrong",
+    }
+
+    def rows(self, request, limit):
+        return memories_for_context(
+            user=request.student,
+            session_id=request.session_id,
+            query_tokens=query_tokens(request.message or "", setting("CORRECTIONS_QUERY_MAX_TOKENS")),
+            now=timezone.now(),
+            limit=limit,
+        )
+
+    def line(self, item, item_chars):
+        text, was_cut = cut(_one_line(item.content), item_chars)
+        where = "this session" if item.tier == MemoryTier.SESSION else "every session"
+        return f"- ({where}) {self.LABELS.get(item.kind, item.kind)}: {text}", was_cut
+
+    def item(self, item):
+        return {
+            "kind": "memory",
+            "id": str(item.pk),
+            "tier": item.tier,
+            "type": item.kind,
+            "content": item.content,
+            "expires_at": item.expires_at.isoformat() if item.expires_at else None,
+        }
+
+
+def register_providers() -> None:
+    """Called from CorrectionsConfig.ready(): tutor's slots of the same names are replaced."""
+    for provider in (FactsSection(), PreferencesSection(), MemoriesSection(), ProcessRulesSection()):
+        register(provider)

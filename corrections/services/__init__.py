@@ -1,0 +1,2 @@
+"""Writes of the corrections app: intake (detection and recording), routing
+to the memory tiers, system facts, review cases, memory."""

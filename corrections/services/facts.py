@@ -1,0 +1,143 @@
+"""System facts: creation, support and status changes (SPEC §5, §8).
+
+Rules: every status change is a conditional UPDATE from the state it leaves
+and writes a ``fact_changed`` audit row in the same transaction; a fact is
+``proposed`` until ``CORRECTIONS_MIN_SUPPORTERS`` distinct users stated it
+(seed 002: one, the default), then ``verified``. Supporters are distinct
+users: the same user saying it again neither counts nor renews the TTL.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from django.db import IntegrityError, transaction
+from django.db.models import F
+from django.utils import timezone
+
+from corrections.conf import setting
+from corrections.models import Fact, FactStatus, FactSupporter, FactToken
+from corrections.text import topic_key
+from tutor import access
+from tutor.audit import audit_record
+from tutor.errors import Conflict, PermissionRefused
+from tutor.models import AuditEvent
+
+
+def fact_insert(
+    *,
+    course,
+    tokens: list[str],
+    statement: str,
+    statement_key: str,
+    statement_unit: str,
+    status: str,
+    actor,
+    now: datetime,
+    proposed_by=None,
+    case=None,
+    decided_by=None,
+    reason: str = "",
+    supersedes: Fact | None = None,
+) -> Fact:
+    """A new current fact with its topic tokens, audited as created."""
+    fact = Fact.objects.create(
+        course=course,
+        topic=" ".join(tokens),
+        topic_tokens=list(tokens),
+        topic_key=topic_key(tokens),
+        token_count=len(tokens),
+        statement=statement,
+        statement_key=statement_key,
+        statement_unit=statement_unit,
+        status=status,
+        valid_from=now,
+        confirmed_at=now,
+        proposed_by=proposed_by,
+        case=case,
+        decided_by=decided_by,
+        decision_reason=reason,
+        supersedes=supersedes,
+    )
+    FactToken.objects.bulk_create(FactToken(fact=fact, course=course, token=t) for t in dict.fromkeys(tokens))
+    audit_record(
+        actor=actor,
+        event=AuditEvent.Event.FACT_CHANGED,
+        target=fact,
+        course=course,
+        from_state="",
+        to_state=status,
+        reason=reason,
+        extra={
+            "statement": statement[:500],
+            "case": str(case.pk) if case else None,
+            "supersedes": str(supersedes.pk) if supersedes else None,
+        },
+    )
+    return fact
+
+
+def fact_transition(
+    *, fact: Fact, from_states, to_state: str, actor, reason: str = "", extra=None, **fields
+) -> bool:
+    """Move ``fact`` to ``to_state`` if it is still in one of ``from_states``;
+    audited. False when another decision got there first."""
+    current = fact.status
+    changed = Fact.objects.filter(pk=fact.pk, status__in=list(from_states)).update(status=to_state, **fields)
+    if changed != 1:
+        return False
+    fact.refresh_from_db()
+    audit_record(
+        actor=actor,
+        event=AuditEvent.Event.FACT_CHANGED,
+        target=fact,
+        course=fact.course_id,
+        from_state=current,
+        to_state=to_state,
+        reason=reason,
+        extra=extra or {},
+    )
+    return True
+
+
+def fact_support(*, fact: Fact, user, correction, now: datetime) -> bool:
+    """Add ``user`` as a supporter; True when they were not one yet. A
+    proposed fact that reaches ``CORRECTIONS_MIN_SUPPORTERS`` becomes verified."""
+    try:
+        with transaction.atomic():
+            FactSupporter.objects.create(fact=fact, user=user, correction=correction)
+    except IntegrityError:
+        return False
+    Fact.objects.filter(pk=fact.pk).update(supporter_count=F("supporter_count") + 1, confirmed_at=now)
+    fact.refresh_from_db(fields=["supporter_count", "confirmed_at", "status"])
+    if fact.status == FactStatus.PROPOSED and fact.supporter_count >= setting("CORRECTIONS_MIN_SUPPORTERS"):
+        fact_transition(
+            fact=fact,
+            from_states=[FactStatus.PROPOSED],
+            to_state=FactStatus.VERIFIED,
+            actor=user,
+            reason=f"{fact.supporter_count} distinct supporters (CORRECTIONS_MIN_SUPPORTERS)",
+        )
+    return True
+
+
+@transaction.atomic(durable=True)
+def fact_set_pinned(*, fact: Fact, staff, pinned: bool, reason: str = "") -> Fact:
+    """Pin (exempt from the TTL) or unpin a fact; course staff only, audited."""
+    if not access.is_course_staff(staff, fact.course_id):
+        raise PermissionRefused("only staff of this fact's course may pin it")
+    if fact.status == FactStatus.SUPERSEDED:
+        raise Conflict("a superseded fact is history; it cannot be pinned")
+    Fact.objects.filter(pk=fact.pk).update(pinned=pinned, confirmed_at=timezone.now())
+    fact.refresh_from_db()
+    audit_record(
+        actor=staff,
+        event=AuditEvent.Event.FACT_CHANGED,
+        target=fact,
+        course=fact.course_id,
+        from_state=fact.status,
+        to_state=fact.status,
+        reason=reason or ("pinned" if pinned else "unpinned"),
+        extra={"pinned": pinned},
+    )
+    return fact

@@ -1,0 +1,100 @@
+"""Session and user memory: the writes (SPEC §5 table; seed 002 §3.2).
+
+Rules: a repeat of the same statement is the same item (counts once); a
+user's newer factual correction on the same topic replaces their older one
+(the seed keys user memory by topic); negative feedback lives in its session
+for ``CORRECTIONS_NEGATIVE_TTL_SECONDS`` and never beyond it.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from django.db import transaction
+from django.db.models import CharField, Value
+from django.db.models.functions import Cast, Concat
+from django.utils import timezone
+
+from corrections.conf import setting
+from corrections.models import Correction, CorrectionType, MemoryItem, MemoryTier, MemoryToken
+from corrections.text import jaccard, topic_key
+
+
+def _set_tokens(item: MemoryItem, tokens: list[str], *, replace: bool) -> None:
+    if replace:
+        MemoryToken.objects.filter(memory=item).delete()
+    MemoryToken.objects.bulk_create(MemoryToken(memory=item, token=t) for t in dict.fromkeys(tokens))
+
+
+def _same_topic_fact(*, user, tokens: list[str]) -> MemoryItem | None:
+    if not tokens:
+        return None
+    candidates = MemoryItem.objects.filter(
+        user=user, tier=MemoryTier.USER, kind=CorrectionType.FACTUAL, tokens__token__in=tokens
+    ).distinct()[:50]
+    match = setting("CORRECTIONS_TOPIC_MATCH")
+    scored = [(jaccard(tokens, item.topic_tokens), item) for item in candidates]
+    scored = [pair for pair in scored if pair[0] >= match]
+    return max(scored, key=lambda pair: pair[0])[1] if scored else None
+
+
+def memory_remember(
+    *,
+    user,
+    course,
+    tier: str,
+    kind: str,
+    content: str,
+    tokens: list[str],
+    statement_key: str,
+    session=None,
+    now: datetime | None = None,
+) -> MemoryItem:
+    """Write one memory item, or return (and refresh) the one it repeats.
+    Runs inside the correction's transaction."""
+    now = now or timezone.now()
+    expires_at = None
+    if kind == CorrectionType.NEGATIVE:
+        expires_at = now + timedelta(seconds=setting("CORRECTIONS_NEGATIVE_TTL_SECONDS"))
+    scope = {"session": session} if tier == MemoryTier.SESSION else {"session__isnull": True}
+    existing = MemoryItem.objects.filter(
+        user=user, tier=tier, kind=kind, statement_key=statement_key, **scope
+    ).first()
+    if existing is None and tier == MemoryTier.USER and kind == CorrectionType.FACTUAL:
+        existing = _same_topic_fact(user=user, tokens=tokens)
+    fields = {
+        "content": content,
+        "statement_key": statement_key,
+        "topic": " ".join(tokens),
+        "topic_tokens": tokens,
+        "topic_key": topic_key(tokens),
+        "token_count": len(tokens),
+        "expires_at": expires_at,
+        "course": course,
+    }
+    if existing is not None:
+        for name, value in fields.items():
+            setattr(existing, name, value)
+        existing.save(update_fields=[*fields, "updated_at"])
+        _set_tokens(existing, tokens, replace=True)
+        return existing
+    item = MemoryItem.objects.create(user=user, tier=tier, kind=kind, session=session, **fields)
+    _set_tokens(item, tokens, replace=False)
+    return item
+
+
+def memory_forget(*, item: MemoryItem) -> None:
+    """Delete a session or user item at its owner's request. The corrections
+    that wrote it are kept as records, but no longer block the same words
+    from being remembered again (they counted once while remembered)."""
+    with transaction.atomic():
+        Correction.objects.filter(memory=item).update(
+            dedupe_key=Concat(Value("forgotten:"), Cast("id", output_field=CharField()))
+        )
+        item.delete()
+
+
+def memory_purge_expired(*, now: datetime | None = None) -> int:
+    """Delete expired items (negative feedback after its hour)."""
+    _, per_model = MemoryItem.objects.filter(expires_at__lte=now or timezone.now()).delete()
+    return per_model.get(MemoryItem._meta.label, 0)

@@ -1,0 +1,171 @@
+"""Where a detected correction is written: the routing table of SPEC §5.
+
+| type                   | written to                                                         |
+|------------------------|--------------------------------------------------------------------|
+| factual, c < 0.7       | session memory                                                     |
+| factual, 0.7 ≤ c < 0.85| user memory                                                        |
+| factual, c ≥ 0.85      | system fact: new, or a supporter of the same statement; conflicting:|
+|                        | a review case, and user memory meanwhile                           |
+| preference             | user memory                                                        |
+| process                | user memory; c ≥ 0.8 also a review case (accepted: a course rule)  |
+| negative               | session memory, expiring after CORRECTIONS_NEGATIVE_TTL_SECONDS    |
+
+Thresholds are the ``CORRECTIONS_*`` settings. Two cases the table leaves
+open: without a session there is no session memory, so a session-tier
+correction is recorded with no tier; and a factual correction whose topic is
+empty (no words to key it by) cannot be a system fact, so it stays in user
+memory.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from django.utils import timezone
+
+from corrections.conf import setting
+from corrections.detection import Detection
+from corrections.models import CaseKind, Correction, CorrectionType, FactStatus, MemoryTier, ProcessRule, Tier
+from corrections.selectors import fact_on_topic
+from corrections.services.cases import case_propose, lock_course
+from corrections.services.facts import fact_insert, fact_support
+from corrections.services.memory import memory_remember
+
+
+@dataclass
+class Routed:
+    tiers: list[str] = field(default_factory=list)
+    fact: object = None
+    case: object = None
+    proposal: object = None
+    memory: object = None
+
+
+def session_scoped(detection: Detection) -> bool:
+    """Does this correction live in session memory (and so repeat per session)?"""
+    if detection.type == CorrectionType.NEGATIVE:
+        return True
+    return detection.type == CorrectionType.FACTUAL and detection.confidence < setting(
+        "CORRECTIONS_USER_THRESHOLD"
+    )
+
+
+def _memory_content(detection: Detection) -> str:
+    if detection.type == CorrectionType.NEGATIVE:
+        return detection.original_statement or detection.corrected_statement
+    return detection.corrected_statement
+
+
+def _remember(routed: Routed, correction: Correction, detection: Detection, tier: str) -> None:
+    if tier == MemoryTier.SESSION and correction.session_id is None:
+        return
+    routed.memory = memory_remember(
+        user=correction.user,
+        course=correction.course,
+        tier=tier,
+        kind=detection.type,
+        content=_memory_content(detection) or correction.content,
+        tokens=list(detection.topic),
+        statement_key=detection.statement_key,
+        session=correction.session if tier == MemoryTier.SESSION else None,
+    )
+    routed.tiers.append(tier)
+
+
+def route(*, correction: Correction, detection: Detection) -> Routed:
+    """Write ``correction`` where the table says. Runs inside its transaction."""
+    routed = Routed()
+    kind, confidence = detection.type, detection.confidence
+    if kind == CorrectionType.FACTUAL:
+        if confidence < setting("CORRECTIONS_USER_THRESHOLD"):
+            _remember(routed, correction, detection, MemoryTier.SESSION)
+        elif confidence < setting("CORRECTIONS_SYSTEM_THRESHOLD") or not detection.topic:
+            _remember(routed, correction, detection, MemoryTier.USER)
+        else:
+            _route_system(routed, correction, detection)
+    elif kind == CorrectionType.PREFERENCE:
+        _remember(routed, correction, detection, MemoryTier.USER)
+    elif kind == CorrectionType.PROCESS:
+        _remember(routed, correction, detection, MemoryTier.USER)
+        if confidence >= setting("CORRECTIONS_PROCESS_CASE_THRESHOLD"):
+            _route_process_case(routed, correction, detection)
+    elif kind == CorrectionType.NEGATIVE:
+        _remember(routed, correction, detection, MemoryTier.SESSION)
+    return routed
+
+
+def _same_statement(fact, detection: Detection) -> bool:
+    if fact.statement_key != detection.statement_key:
+        return False
+    unit = detection.quantity.unit if detection.quantity else ""
+    return not unit or not fact.statement_unit or unit == fact.statement_unit
+
+
+def _route_system(routed: Routed, correction: Correction, detection: Detection) -> None:
+    lock_course(correction.course_id)
+    now = timezone.now()
+    tokens = list(detection.topic)
+    unit = detection.quantity.unit if detection.quantity else ""
+    fact = fact_on_topic(course_id=correction.course_id, tokens=tokens)
+    if fact is None:
+        enough = setting("CORRECTIONS_MIN_SUPPORTERS") <= 1
+        fact = fact_insert(
+            course=correction.course,
+            tokens=tokens,
+            statement=detection.corrected_statement,
+            statement_key=detection.statement_key,
+            statement_unit=unit,
+            status=FactStatus.VERIFIED if enough else FactStatus.PROPOSED,
+            actor=correction.user,
+            now=now,
+            proposed_by=correction.user,
+            reason=f"correction {correction.pk}, confidence {detection.confidence:.2f}",
+        )
+        fact_support(fact=fact, user=correction.user, correction=correction, now=now)
+        routed.fact = fact
+        routed.tiers.append(Tier.SYSTEM)
+        return
+    if _same_statement(fact, detection):
+        fact_support(fact=fact, user=correction.user, correction=correction, now=now)
+        routed.fact = fact
+        routed.tiers.append(Tier.SYSTEM)
+        return
+    # A conflict never overwrites the fact (seed 002 §4.4): staff decide, and
+    # meanwhile the student's own context carries their correction.
+    routed.case, routed.proposal = case_propose(
+        course=correction.course,
+        kind=CaseKind.FACT,
+        tokens=list(fact.topic_tokens),
+        key=fact.topic_key,
+        active_fact=fact,
+        statement=detection.corrected_statement,
+        statement_key=detection.statement_key,
+        statement_unit=unit,
+        user=correction.user,
+        correction=correction,
+    )
+    routed.fact = fact
+    _remember(routed, correction, detection, MemoryTier.USER)
+    routed.tiers.append(Tier.CASE)
+
+
+def _route_process_case(routed: Routed, correction: Correction, detection: Detection) -> None:
+    """Process corrections are keyed by their statement: one case each."""
+    lock_course(correction.course_id)
+    rules = ProcessRule.objects.filter(course_id=correction.course_id, statement_key=detection.statement_key)
+    if rules.exists():
+        return  # already a rule of the course
+    tokens = list(detection.topic)
+    routed.case, routed.proposal = case_propose(
+        course=correction.course,
+        kind=CaseKind.PROCESS,
+        tokens=tokens,
+        key=f"process:{detection.statement_key}",
+        active_fact=None,
+        statement=detection.corrected_statement,
+        statement_key=detection.statement_key,
+        statement_unit="",
+        user=correction.user,
+        correction=correction,
+    )
+    routed.tiers.append(Tier.CASE)

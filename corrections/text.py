@@ -1,0 +1,251 @@
+"""Reading correction text: segmentation, numbers, topics, statement keys (SPEC §5).
+
+Chinese has no spaces, so words come from a segmenter: rjieba (the Rust port
+of jieba; its dictionary ships inside the wheel, so it works offline, and it
+loads in a tenth of the time of the pure-Python jieba, which gives the same
+words on the seed's sentences). Latin words and numbers come from a regular
+expression.
+
+Offsets matter: triggers are cut out of the user's own text, so the text is
+normalised with a mapping that keeps every character at its place (full-width
+forms to ASCII, curly quotes to straight ones, lower case per character).
+
+A statement's topic is its set of content tokens: words without trigger
+words, numbers, units and stop words. Two topics are the same when their
+Jaccard similarity reaches ``CORRECTIONS_TOPIC_MATCH``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+from decimal import Decimal, InvalidOperation
+from functools import cached_property
+
+import rjieba
+
+from corrections.vocabulary import CJK_STOP_WORDS, LATIN_STOP_WORDS, TRIGGER_WORDS, UNITS
+
+CJK_RANGE = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+_TOKEN = re.compile(
+    rf"(?P<cjk>[{CJK_RANGE}]+)"
+    r"|(?P<num>(?<![a-z0-9])\d+(?:,\d{3})*(?:\.\d+)?)"
+    r"|(?P<word>[a-z][a-z0-9]*(?:'[a-z]+)*)"
+)
+# A number and the unit right after it: "630mm", "630 mm", "630毫米", "85%".
+_UNIT_ALTERNATION = "|".join(re.escape(u) for u in sorted(UNITS, key=len, reverse=True))
+_QUANTITY = re.compile(
+    r"(?<![a-z0-9.])(?P<number>\d+(?:,\d{3})*(?:\.\d+)?)\s?"
+    rf"(?P<unit>(?:{_UNIT_ALTERNATION})(?![a-z]))?"
+)
+_SENTENCE_END = re.compile(r"[。!?;\n]+|\.(?=\s|$)")
+_CLAUSE_END = re.compile(r"[。!?;\n,、:()\[\]]+|\.(?=\s|$)")
+_SPACE = re.compile(r"\s+")
+_EDGE_PUNCTUATION = " \t\r\n,.;:!?、。，；：！？-—~…\"'()[]"
+# Redaction markers ("[REDACTED:email]") are not words of the topic.
+_REDACTION_MARKER = re.compile(r"\[redacted:[a-z_]+\]")
+
+# Canonical spelling of units, so "630 毫米" and "630mm" are the same statement.
+UNIT_ALIASES = {
+    "毫米": "mm",
+    "厘米": "cm",
+    "公里": "km",
+    "千米": "km",
+    "米": "m",
+    "千克": "kg",
+    "公斤": "kg",
+    "克": "g",
+    "毫升": "ml",
+    "升": "l",
+    "℃": "°c",
+    "摄氏度": "°c",
+    "度": "°",
+    "percent": "%",
+}
+TOPIC_MAX_TOKENS = 8  # a topic names what a statement is about, not every word of it
+TOKEN_MAX_CHARS = 64  # the column of the token tables
+
+
+def normalize(text: str) -> str:
+    """``text`` with full-width forms as ASCII, curly quotes straight and every
+    character in lower case, character for character: offsets into the
+    result are offsets into ``text``."""
+    out = []
+    for ch in text:
+        code = ord(ch)
+        if 0xFF01 <= code <= 0xFF5E:
+            ch = chr(code - 0xFEE0)
+        elif ch == "\u3000":
+            ch = " "
+        elif ch in "\u2018\u2019\u02bc":
+            ch = "'"
+        elif ch in "\u201c\u201d":
+            ch = '"'
+        low = ch.lower()
+        out.append(low if len(low) == 1 else ch)
+    return "".join(out)
+
+
+@dataclass(frozen=True)
+class Token:
+    text: str
+    kind: str  # "cjk" | "num" | "word"
+    start: int
+    end: int
+
+
+@dataclass(frozen=True)
+class Span:
+    start: int
+    end: int
+
+
+@dataclass(frozen=True)
+class Quantity:
+    """A number with its unit, as written in one statement."""
+
+    number: Decimal
+    unit: str
+
+    @property
+    def number_text(self) -> str:
+        text = format(self.number.normalize(), "f")
+        return text[:-2] if text.endswith(".0") else text
+
+    def same_as(self, other: Quantity) -> bool:
+        # "630" and "630mm" say the same; "630mm" and "630cm" do not.
+        return self.number == other.number and (not self.unit or not other.unit or self.unit == other.unit)
+
+
+def tokenize(norm: str, *, search: bool = False) -> list[Token]:
+    """Tokens of normalised text. ``search`` also yields the shorter words
+    inside long Chinese ones ("降雨量" → 降雨, 雨量, 降雨量): the query side of
+    a relevance lookup, so a fact stored as 降雨量 is found from 降雨."""
+    tokens: list[Token] = []
+    for match in _TOKEN.finditer(norm):
+        kind = match.lastgroup
+        if kind != "cjk":
+            tokens.append(Token(match.group(), kind, match.start(), match.end()))
+            continue
+        position = match.start()
+        for word in rjieba.cut(match.group()):
+            tokens.append(Token(word, "cjk", position, position + len(word)))
+            position += len(word)
+        if search:
+            tokens.extend(
+                Token(word, "cjk", match.start(), match.end())
+                for word in rjieba.cut_for_search(match.group())
+                if len(word) >= 2
+            )
+    return tokens
+
+
+def is_content(token: Token) -> bool:
+    """A word that can name a topic: no number, unit, stop word or trigger."""
+    text = token.text
+    if token.kind == "num" or text in UNITS or text in TRIGGER_WORDS or len(text) > TOKEN_MAX_CHARS:
+        return False
+    if token.kind == "cjk":
+        return len(text) >= 2 and text not in CJK_STOP_WORDS
+    return len(text) >= 2 and text not in LATIN_STOP_WORDS
+
+
+def ordered_unique(items) -> list[str]:
+    seen: dict[str, None] = {}
+    for item in items:
+        seen.setdefault(item, None)
+    return list(seen)
+
+
+def jaccard(a, b) -> float:
+    a, b = set(a), set(b)
+    if not a or not b:
+        return 0.0
+    return len(a & b) / len(a | b)
+
+
+def topic_key(tokens) -> str:
+    """The stored key of a topic: its tokens sorted (a hash when that is too long)."""
+    key = "|".join(sorted(set(tokens)))
+    if len(key) > 200:
+        key = "h:" + hashlib.sha256(key.encode()).hexdigest()
+    return key
+
+
+def text_key(text: str) -> str:
+    """A statement's text without case, spaces or punctuation, hashed."""
+    norm = normalize(_REDACTION_MARKER.sub(" ", text))
+    compact = "".join(ch for ch in norm if ch.isalnum())
+    return hashlib.sha256(compact.encode()).hexdigest()[:32]
+
+
+def clean_statement(text: str) -> str:
+    """Spaces collapsed and stray punctuation trimmed at both ends (what is
+    left after a trigger word is cut out of "不对，…")."""
+    return _SPACE.sub(" ", text).strip(_EDGE_PUNCTUATION)
+
+
+class Analysed:
+    """One text, read once: normalised form, tokens, sentences, quantities."""
+
+    def __init__(self, text: str):
+        self.original = text
+        self.norm = normalize(text)
+
+    @cached_property
+    def tokens(self) -> list[Token]:
+        return tokenize(_REDACTION_MARKER.sub(lambda m: " " * len(m.group()), self.norm))
+
+    @cached_property
+    def sentences(self) -> list[Span]:
+        return _split(self.norm, _SENTENCE_END)
+
+    @cached_property
+    def clauses(self) -> list[Span]:
+        return _split(self.norm, _CLAUSE_END)
+
+    def is_question(self, sentence: Span) -> bool:
+        return self.norm[sentence.start : sentence.end].rstrip().endswith("?")
+
+    def text_of(self, span: Span) -> str:
+        return self.original[span.start : span.end]
+
+    def tokens_in(self, span: Span) -> list[Token]:
+        return [t for t in self.tokens if t.start >= span.start and t.end <= span.end]
+
+    def quantities_in(self, span: Span | None = None) -> list[tuple[Quantity, Span]]:
+        start, end = (span.start, span.end) if span else (0, len(self.norm))
+        found = []
+        for match in _QUANTITY.finditer(self.norm, start, end):
+            try:
+                number = Decimal(match.group("number").replace(",", ""))
+            except InvalidOperation:  # pragma: no cover - the pattern only matches digits
+                continue
+            unit = match.group("unit") or ""
+            found.append((Quantity(number, UNIT_ALIASES.get(unit, unit)), Span(match.start(), match.end())))
+        return found
+
+
+def _split(norm: str, pattern: re.Pattern[str]) -> list[Span]:
+    spans, start = [], 0
+    for match in pattern.finditer(norm):
+        if norm[start : match.end()].strip():
+            spans.append(Span(start, match.end()))
+        start = match.end()
+    if norm[start:].strip():
+        spans.append(Span(start, len(norm)))
+    return spans
+
+
+def topic_tokens(text: str) -> list[str]:
+    """The topic of a statement: its content tokens in order, at most
+    ``TOPIC_MAX_TOKENS`` ("北京年均降雨量约为 500mm。" → 北京, 年均, 降雨量)."""
+    return ordered_unique(t.text for t in Analysed(text).tokens if is_content(t))[:TOPIC_MAX_TOKENS]
+
+
+def query_tokens(text: str, limit: int) -> list[str]:
+    """Content tokens of a tutor request's text for the relevance lookup
+    (search mode: the short words inside long ones too), at most ``limit``."""
+    norm = normalize(_REDACTION_MARKER.sub(" ", text))
+    return ordered_unique(t.text for t in tokenize(norm, search=True) if is_content(t))[:limit]
