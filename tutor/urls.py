@@ -28,6 +28,8 @@ urlpatterns = [
     ),
     path("api/tutor/context/", session_views.ContextView.as_view(), name="tutor-context"),
     path("api/", include(router.urls)),
+    # --- LMS integration (LTI 1.3) ---
+    path("lti/", include("tutor.lti.urls")),
 ]
 
 handler404 = "tutor.handlers.not_found"
