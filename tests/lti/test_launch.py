@@ -518,3 +518,17 @@ def test_launch_redirect_location_query_names_the_task_uuid(registration, browse
 
     query = parse_qs(urlsplit(response["Location"]).query)
     assert query == {"task": [str(task.pk)]}
+
+
+@pytest.mark.parametrize(
+    "claims",
+    [{"sub": "s" * 256}, {"resource_link_id": "r" * 256}],
+)
+def test_overlong_ids_are_refused_not_cut(registration, browser, platform, claims):
+    login = browser.login()
+    before = counts()
+
+    response = browser.post_launch(platform.id_token(nonce=login.nonce, **claims), login.state)
+
+    assert_refused(response, 400, "longer than 255 characters")
+    assert counts() == before

@@ -124,9 +124,6 @@ class NonceStore(SessionService):
     cached: the launch turns into rows at once.
     """
 
-    def __init__(self, request) -> None:
-        super().__init__(request)
-
     def save_nonce(self, nonce: str) -> None:
         # Stored with its state by the login view, which reads both from the
         # redirect the library built.

@@ -48,8 +48,17 @@ class LaunchRefused(PermissionRefused):
     default_message = "This launch from the LMS was refused."
 
 
+ID_CHARS = 255  # LTI 1.3 core: sub, resource link and context ids are at most 255 characters
+
+
 def _text(value: Any, limit: int) -> str:
     return value[:limit] if isinstance(value, str) else ""
+
+
+def _id(value: Any) -> str:
+    # Ids are never cut: two long ids with one prefix would become one person
+    # or one link. An overlong one is kept whole and refused by the launch.
+    return value if isinstance(value, str) else ""
 
 
 def _object(value: Any) -> dict:
@@ -87,14 +96,14 @@ class LaunchClaims:
         roles = body.get(CLAIM + "roles")
         return cls(
             issuer=_text(body.get("iss"), 255),
-            subject=_text(body.get("sub"), 255),
+            subject=_id(body.get("sub")),
             deployment_id=_text(body.get(CLAIM + "deployment_id"), 255),
             message_type=_text(body.get(MESSAGE_TYPE), 64),
             roles=tuple(r for r in roles if isinstance(r, str)) if isinstance(roles, list) else (),
             task_slug=_text(custom.get(TASK_PARAMETER), 64).strip(),
-            resource_link_id=_text(link.get("id"), 255),
+            resource_link_id=_id(link.get("id")),
             resource_link_title=_text(link.get("title"), 255),
-            context_id=_text(context.get("id"), 255),
+            context_id=_id(context.get("id")),
             context_title=_text(context.get("title"), 255),
             memberships_url=_text(_object(body.get(NRPS_SERVICE)).get("context_memberships_url"), 1000),
             # Scores go back only where the platform granted the score scope.
@@ -238,6 +247,15 @@ def launch_accept(
         raise InvalidInput(
             f"Only resource link launches are supported (got {claims.message_type or 'none'})."
         )
+    for name, value in (
+        ("sub", claims.subject),
+        ("resource_link.id", claims.resource_link_id),
+        ("context.id", claims.context_id),
+    ):
+        if len(value) > ID_CHARS:
+            raise InvalidInput(f"The launch's {name} is longer than {ID_CHARS} characters.", field=name)
+    if not claims.subject or not claims.resource_link_id:
+        raise InvalidInput("The launch names no user (sub) or no resource link.")
     role = enrollment_role(claims.roles)
     if role is None:
         raise PermissionRefused(
