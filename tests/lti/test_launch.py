@@ -532,3 +532,11 @@ def test_overlong_ids_are_refused_not_cut(registration, browser, platform, claim
 
     assert_refused(response, 400, "longer than 255 characters")
     assert counts() == before
+
+
+def test_nul_characters_are_refused_before_any_lookup(registration, browser):
+    login = browser.client.get("/lti/login/", {"iss": "https://lms\x00.example.test", "login_hint": "h"})
+    launch = browser.client.post("/lti/launch/", {"id_token": "a\x00b", "state": "s"})
+
+    assert_refused(login, 400, "NUL character")
+    assert_refused(launch, 400, "NUL character")

@@ -35,7 +35,7 @@ from rest_framework.renderers import JSONRenderer
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from tutor.errors import DomainError, ServiceUnavailable
+from tutor.errors import DomainError, InvalidInput, ServiceUnavailable
 from tutor.lti.adapters import NonceStore, ToolConf, platform_session
 from tutor.lti.selectors import published_jwks
 from tutor.lti.serializers import JwksSerializer, LaunchFormSerializer
@@ -115,6 +115,13 @@ class LtiPageView(APIView):
     permission_classes = [AllowAny]
     renderer_classes = [JSONRenderer]
     content_negotiation_class = _FirstRenderer
+
+    def initial(self, request, *args, **kwargs):
+        super().initial(request, *args, **kwargs)
+        # A NUL character can be in no issuer, id or token, and PostgreSQL refuses it in a query.
+        for params in (request._request.GET, request._request.POST):
+            if any("\x00" in value for values in params.lists() for value in values[1]):
+                raise InvalidInput("The request holds a NUL character.")
 
     def handle_exception(self, exc):
         if isinstance(exc, DomainError):
