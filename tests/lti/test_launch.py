@@ -540,3 +540,11 @@ def test_nul_characters_are_refused_before_any_lookup(registration, browser):
 
     assert_refused(login, 400, "NUL character")
     assert_refused(launch, 400, "NUL character")
+
+
+def test_unreadable_multipart_body_is_a_400_page(registration, browser):
+    response = browser.client.generic(
+        "POST", "/lti/launch/", b"id_token=0&state=0", content_type="multipart/form-data"
+    )
+
+    assert_refused(response, 400, "not a readable form")

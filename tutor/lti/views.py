@@ -17,6 +17,7 @@ import requests
 from django.conf import settings
 from django.contrib.auth import login as auth_login
 from django.http import HttpResponse, HttpResponseRedirect
+from django.http.multipartparser import MultiPartParserError
 from django.shortcuts import render
 from django.urls import reverse
 from django.utils.decorators import method_decorator
@@ -38,7 +39,7 @@ from rest_framework.views import APIView
 from tutor.errors import DomainError, InvalidInput, ServiceUnavailable
 from tutor.lti.adapters import NonceStore, ToolConf, platform_session
 from tutor.lti.selectors import published_jwks
-from tutor.lti.serializers import JwksSerializer, LaunchFormSerializer
+from tutor.lti.serializers import JwksSerializer, LaunchFormSerializer, LoginFormSerializer
 from tutor.lti.services.launch import (
     LaunchClaims,
     LaunchRefused,
@@ -118,9 +119,13 @@ class LtiPageView(APIView):
 
     def initial(self, request, *args, **kwargs):
         super().initial(request, *args, **kwargs)
+        try:
+            form = request._request.POST
+        except MultiPartParserError:
+            raise InvalidInput("The request body is not a readable form.") from None
         # A NUL character can be in no issuer, id or token, and PostgreSQL refuses it in a query.
-        for params in (request._request.GET, request._request.POST):
-            if any("\x00" in value for values in params.lists() for value in values[1]):
+        for params in (request._request.GET, form):
+            if any("\x00" in value for _name, values in params.lists() for value in values):
                 raise InvalidInput("The request holds a NUL character.")
 
     def handle_exception(self, exc):
@@ -178,7 +183,7 @@ class LoginView(LtiPageView):
 
     @extend_schema(
         operation_id="lti_login_post",
-        request={"application/x-www-form-urlencoded": OpenApiTypes.OBJECT},
+        request={"application/x-www-form-urlencoded": LoginFormSerializer},
         responses=_LOGIN_RESPONSES,
         auth=[],
         tags=["lti"],
