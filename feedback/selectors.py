@@ -172,10 +172,11 @@ LATEST_ROW_WITHOUT_RUBRIC = PreparedQuery(
 
 
 def _latest_row(student, task: Task, versions: Versions | None) -> dict[str, Any] | None:
+    student_id = getattr(student, "pk", student)  # a user or a user id, as the ORM takes either
     if versions is None:
-        row = LATEST_ROW_WITHOUT_RUBRIC.first(student_id=student.pk, task_id=task.pk)
+        row = LATEST_ROW_WITHOUT_RUBRIC.first(student_id=student_id, task_id=task.pk)
     else:
-        row = LATEST_ROW.first(student_id=student.pk, task_id=task.pk, **versions.compatible_filter())
+        row = LATEST_ROW.first(student_id=student_id, task_id=task.pk, **versions.compatible_filter())
     if row is None:
         return None
     return {name: row[lookup] for name, lookup in _ROW_FIELDS.items()}

@@ -229,6 +229,9 @@ class AuditEvent(models.Model):
         LTI_LAUNCHED = "lti_launched"
         LTI_SCORE_POSTED = "lti_score_posted"
         LTI_ROSTER_SYNCED = "lti_roster_synced"
+        LTI_SCORE_FAILED = "lti_score_failed"
+        LTI_SCORE_REQUEUED = "lti_score_requeued"
+        LTI_KEY_ROTATED = "lti_key_rotated"
 
     actor = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"

@@ -43,6 +43,8 @@ urlpatterns = [
     path("", pages.client, name="client"),
     path("login/", pages.SessionLoginView.as_view(), name="session-login"),
     path("logout/", pages.SessionLogoutView.as_view(), name="session-logout"),
+    # --- LMS integration (LTI 1.3) ---
+    path("lti/", include("tutor.lti.urls")),
 ]
 
 handler404 = "tutor.handlers.not_found"

@@ -36,10 +36,13 @@ class Command(DomainCommand):
         from django.db import close_old_connections
 
         from feedback.services.worker import attempts_sweep
+        from tutor.lti.services.scores import scores_sweep
 
         while not stop.wait(settings.REVIEW_SWEEP_INTERVAL):
             try:
                 close_old_connections()
                 attempts_sweep()
+                # LMS score retries: in eager mode only the sweep sends them.
+                scores_sweep()
             except Exception:
                 log.exception("review sweep failed")

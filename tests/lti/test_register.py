@@ -1,0 +1,196 @@
+"""Registering a platform for a course (SPEC §12): the command, its
+validation and idempotence, and the admin (course-scoped for staff,
+superusers edit)."""
+
+from __future__ import annotations
+
+from io import StringIO
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.core.management import CommandError, call_command
+from django.test import Client
+
+from tests.factories import enroll, make_course, make_user
+from tutor.lti.models import Deployment, Registration
+from tutor.models import AuditEvent
+
+pytestmark = pytest.mark.django_db
+
+ARGS = {
+    "--issuer": "https://canvas.example.edu",
+    "--client-id": "10000000000042",
+    "--auth-url": "https://canvas.example.edu/api/lti/authorize_redirect",
+    "--token-url": "https://canvas.example.edu/login/oauth2/token",
+    "--jwks-url": "https://canvas.example.edu/api/lti/security/jwks",
+}
+
+
+def register(*deployments, course="se-101", **changes) -> tuple[str, str]:
+    args = []
+    for name, value in {**ARGS, **changes}.items():
+        args += [name, value]
+    for deployment in deployments or ("dep-1",):
+        args += ["--deployment-id", deployment]
+    args += ["--course", course]
+    out, err = StringIO(), StringIO()
+    call_command("lti_register", *args, stdout=out, stderr=err)
+    return out.getvalue(), err.getvalue()
+
+
+def test_register_creates_the_registration_with_its_deployments(course):
+    out, err = register("dep-1", "dep-2")
+
+    registration = Registration.objects.get()
+    assert registration.course == course
+    assert (registration.issuer, registration.client_id) == (ARGS["--issuer"], ARGS["--client-id"])
+    assert registration.jwks_url == ARGS["--jwks-url"]
+    assert sorted(registration.deployments.values_list("deployment_id", flat=True)) == ["dep-1", "dep-2"]
+    assert out == "https://canvas.example.edu client 10000000000042 for course se-101: registered\n"
+    assert "/lti/login/" in err and "/lti/launch/" in err and "/lti/jwks/" in err
+    assert "lti_keys generate" in err  # no tool key yet
+    audit = AuditEvent.objects.get(event="lti_registered")
+    assert (audit.to_state, audit.course_id) == ("created", course.pk)
+
+
+def test_register_again_is_idempotent(course):
+    register("dep-1")
+
+    out, _ = register("dep-1")
+
+    assert out.endswith(": unchanged\n")
+    assert Registration.objects.count() == 1 and Deployment.objects.count() == 1
+    assert AuditEvent.objects.filter(event="lti_registered").count() == 1
+
+
+def test_register_again_updates_urls_and_adds_deployments(course):
+    register("dep-1")
+
+    out, err = register("dep-2", **{"--jwks-url": "https://canvas.example.edu/jwks-v2"})
+
+    assert out.endswith(": updated (jwks_url, deployment dep-2)\n")
+    assert "kept deployments not named here: dep-1" in err
+    assert Registration.objects.get().jwks_url == "https://canvas.example.edu/jwks-v2"
+    assert Deployment.objects.count() == 2
+
+
+def test_a_registration_never_moves_to_another_course(course):
+    make_course("other")
+    register()
+
+    with pytest.raises(CommandError, match="belongs to course 'se-101'"):
+        register(course="other")
+    assert Registration.objects.get().course == course
+
+
+@pytest.mark.parametrize(
+    "changes, message",
+    [
+        ({"--auth-url": "http://canvas.example.edu/auth"}, "auth_url must use https"),
+        ({"--token-url": "not a url"}, "token_url must be an absolute https:// URL"),
+        ({"--jwks-url": "ftp://canvas.example.edu/jwks"}, "jwks_url must be an absolute"),
+        ({"--issuer": "canvas"}, "issuer must be the platform's issuer URL"),
+        ({"--client-id": "  "}, "client_id must not be empty"),
+        ({"--client-id": "x" * 256}, "client_id is longer than 255"),
+    ],
+)
+def test_register_refuses_bad_values_and_changes_nothing(course, changes, message):
+    with pytest.raises(CommandError, match=message):
+        register(**changes)
+    assert not Registration.objects.exists()
+    assert not AuditEvent.objects.filter(event="lti_registered").exists()
+
+
+def test_register_refuses_an_unknown_course(course):
+    with pytest.raises(CommandError, match="unknown course 'nope'"):
+        register(course="nope")
+
+
+def test_register_refuses_an_empty_deployment_id(course):
+    with pytest.raises(CommandError, match="deployment_id must not be empty"):
+        register("")
+
+
+def test_http_is_allowed_on_a_loopback_platform(course):
+    register(**{"--auth-url": "http://127.0.0.1:8100/auth", "--token-url": "http://localhost:8100/token"})
+
+    assert Registration.objects.get().auth_url == "http://127.0.0.1:8100/auth"
+
+
+# --- admin -----------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def two_registrations(course):
+    register()
+    make_course("other")
+    register(course="other", **{"--client-id": "other-client"})
+    return Registration.objects.get(course=course), Registration.objects.get(course__slug="other")
+
+
+def staff_client(course) -> Client:
+    call_command(
+        "enroll", course.slug, "teacher", "--staff", "--create", stdout=StringIO(), stderr=StringIO()
+    )
+    client = Client()
+    client.force_login(get_user_model().objects.get(username="teacher"))
+    return client
+
+
+def test_course_staff_see_only_their_registrations_and_cannot_edit(course, two_registrations):
+    mine, theirs = two_registrations
+    client = staff_client(course)
+
+    listing = client.get("/admin/lti/registration/")
+
+    assert listing.status_code == 200
+    assert b"10000000000042" in listing.content and b"other-client" not in listing.content
+    assert client.get(f"/admin/lti/registration/{mine.pk}/change/").status_code == 200
+    assert (
+        client.get(f"/admin/lti/registration/{theirs.pk}/change/").status_code == 302
+    )  # not found: back to list
+    assert client.post(f"/admin/lti/registration/{mine.pk}/change/", {"issuer": "x"}).status_code == 403
+    assert client.get("/admin/lti/registration/add/").status_code == 403
+    assert client.get("/admin/lti/toolkey/").status_code == 403
+    assert client.get("/admin/lti/identity/").status_code == 403
+
+
+def test_superuser_edits_a_registration_with_the_same_url_rule(course, two_registrations):
+    mine, _ = two_registrations
+    client = Client()
+    client.force_login(make_user("root", is_staff=True, is_superuser=True))
+    data = {
+        "course": str(course.pk),
+        "issuer": mine.issuer,
+        "client_id": mine.client_id,
+        "auth_url": "http://canvas.example.edu/auth",
+        "token_url": mine.token_url,
+        "jwks_url": mine.jwks_url,
+        "active": "on",
+        "deployments-TOTAL_FORMS": "0",
+        "deployments-INITIAL_FORMS": "0",
+    }
+
+    refused = client.post(f"/admin/lti/registration/{mine.pk}/change/", data)
+
+    assert refused.status_code == 200
+    assert b"must use https" in refused.content
+    data["auth_url"] = "https://canvas.example.edu/auth-v2"
+    saved = client.post(f"/admin/lti/registration/{mine.pk}/change/", data)
+    assert saved.status_code == 302
+    mine.refresh_from_db()
+    assert mine.auth_url == "https://canvas.example.edu/auth-v2"
+
+
+def test_admin_changelists_open_for_superusers(course, two_registrations):
+    client = Client()
+    client.force_login(make_user("root", is_staff=True, is_superuser=True))
+    for model in ("registration", "resourcelink", "scorepost", "identity", "toolkey"):
+        assert client.get(f"/admin/lti/{model}/").status_code == 200, model
+
+
+def test_students_have_no_admin(course, two_registrations):
+    client = Client()
+    client.force_login(enroll(course, "alice"))
+
+    assert client.get("/admin/lti/registration/").status_code == 302

@@ -1,0 +1,173 @@
+"""LTI in the admin (SPEC §8, §12): registrations (course staff read their
+course's, superusers edit), the links and the score outbox as a work queue,
+the tool's keys for superusers -- public half only."""
+
+from __future__ import annotations
+
+from django import forms
+from django.contrib import admin, messages
+from django.db import models
+
+from tutor.admin_scoping import CourseScopedAdmin, ReadOnlyAdmin, ScopedFilter
+from tutor.errors import DomainError
+from tutor.lti.models import Deployment, Identity, Registration, ResourceLink, ScorePost, ScoreStatus, ToolKey
+from tutor.lti.services.registrations import check_endpoint_url
+from tutor.lti.services.scores import score_requeue
+
+
+class SuperuserEditsMixin:
+    """Course staff may look; only superusers add, change or delete."""
+
+    def has_add_permission(self, request, obj=None):
+        return request.user.is_superuser
+
+    def has_change_permission(self, request, obj=None):
+        return request.user.is_superuser
+
+    def has_delete_permission(self, request, obj=None):
+        return request.user.is_superuser
+
+
+class DeploymentInline(SuperuserEditsMixin, admin.TabularInline):
+    model = Deployment
+    fields = ["deployment_id", "created_at"]
+    readonly_fields = ["created_at"]
+    extra = 0
+
+
+def _https_first(field, **kwargs):
+    # A URL typed without a scheme is taken as https (Django 6's default).
+    if isinstance(field, models.URLField):
+        kwargs["assume_scheme"] = "https"
+    return field.formfield(**kwargs)
+
+
+class RegistrationForm(forms.ModelForm):
+    class Meta:
+        model = Registration
+        formfield_callback = _https_first
+        fields = ["course", "issuer", "client_id", "auth_url", "token_url", "jwks_url", "active"]
+
+    def clean(self):
+        cleaned = super().clean()
+        for name in ("auth_url", "token_url", "jwks_url"):
+            if cleaned.get(name):
+                try:
+                    cleaned[name] = check_endpoint_url(cleaned[name], field_name=name)
+                except DomainError as exc:
+                    self.add_error(name, exc.message)
+        if self.instance.pk and "course" in self.changed_data:
+            self.add_error("course", "A registration belongs to one course: register the other course anew.")
+        return cleaned
+
+
+@admin.register(Registration)
+class RegistrationAdmin(SuperuserEditsMixin, CourseScopedAdmin):
+    form = RegistrationForm
+    formfield_overrides = {models.URLField: {"assume_scheme": "https"}}
+    list_display = ["issuer", "client_id", "course", "active", "updated_at"]
+    list_filter = [("course", ScopedFilter), "active"]
+    list_select_related = ["course"]
+    search_fields = ["issuer", "client_id"]
+    inlines = [DeploymentInline]
+
+
+@admin.register(ResourceLink)
+class ResourceLinkAdmin(CourseScopedAdmin, ReadOnlyAdmin):
+    course_path = "registration__course_id"
+    list_display = ["resource_link_id", "title", "task", "has_line_item", "updated_at"]
+    list_filter = [("task__course", ScopedFilter)]
+    list_select_related = ["task", "task__course"]
+    search_fields = ["resource_link_id", "title"]
+
+    @admin.display(boolean=True, description="grades back")
+    def has_line_item(self, link):
+        return bool(link.lineitem_url)
+
+
+class ScoreQueueFilter(admin.SimpleListFilter):
+    """Default to what needs a look: scores not (yet) accepted by the LMS."""
+
+    title = "queue"
+    parameter_name = "queue"
+
+    def lookups(self, request, model_admin):
+        return [("open", "not posted yet"), ("failed", "failed"), ("all", "all")]
+
+    def choices(self, changelist):
+        for lookup, title in self.lookup_choices:
+            yield {
+                "selected": (self.value() or "open") == lookup,
+                "query_string": changelist.get_query_string({self.parameter_name: lookup}),
+                "display": title,
+            }
+
+    def queryset(self, request, queryset):
+        value = self.value() or "open"
+        if value == "open":
+            return queryset.filter(status__in=[ScoreStatus.QUEUED, ScoreStatus.POSTING, ScoreStatus.FAILED])
+        if value == "failed":
+            return queryset.filter(status=ScoreStatus.FAILED)
+        return queryset
+
+
+@admin.register(ScorePost)
+class ScorePostAdmin(CourseScopedAdmin, ReadOnlyAdmin):
+    course_path = "link__task__course_id"
+    list_display = [
+        "created_at",
+        "student",
+        "task",
+        "score",
+        "grading_progress",
+        "status",
+        "tries",
+        "last_http_status",
+    ]
+    list_filter = [ScoreQueueFilter, "status", ("link__task__course", ScopedFilter)]
+    list_select_related = ["identity__user", "link__task"]
+    search_fields = ["identity__user__username", "identity__subject"]
+    actions = ["requeue_failed"]
+    show_full_result_count = False
+
+    @admin.display(description="student", ordering="identity__user__username")
+    def student(self, row):
+        return row.identity.user.get_username()
+
+    @admin.display(description="task")
+    def task(self, row):
+        return row.link.task.slug
+
+    @admin.display(description="score")
+    def score(self, row):
+        return f"{row.score_given}/{row.score_maximum}"
+
+    @admin.action(description="Send the selected failed scores again")
+    def requeue_failed(self, request, queryset):
+        sent = sum(
+            score_requeue(score=row, actor=request.user) for row in queryset.select_related("link__task")
+        )
+        self.message_user(
+            request, f"{sent} score(s) queued again.", messages.SUCCESS if sent else messages.WARNING
+        )
+
+
+@admin.register(Identity)
+class IdentityAdmin(ReadOnlyAdmin):
+    list_display = ["subject", "issuer", "user", "name", "last_seen_at"]
+    list_select_related = ["user"]
+    search_fields = ["subject", "user__username", "name"]
+
+    def has_view_permission(self, request, obj=None):
+        # People of every course and platform: superusers only.
+        return request.user.is_superuser
+
+
+@admin.register(ToolKey)
+class ToolKeyAdmin(ReadOnlyAdmin):
+    # The private half is never shown: it is not a field here.
+    fields = ["kid", "status", "created_at", "retired_at", "public_pem"]
+    list_display = ["kid", "status", "created_at", "retired_at"]
+
+    def has_view_permission(self, request, obj=None):
+        return request.user.is_superuser

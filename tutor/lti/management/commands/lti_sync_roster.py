@@ -1,0 +1,28 @@
+from django.core.management.base import CommandError
+
+from tutor.commands import DomainCommand
+from tutor.lti.services.roster import roster_sync
+from tutor.models import Course
+
+
+class Command(DomainCommand):
+    help = (
+        "Enrol a course's LMS members (LTI NRPS) with their roles; members who left lose the enrolment "
+        "but keep their history. Idempotent."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument("course", help="course slug")
+
+    def handle(self, *args, course, **options):
+        target = Course.objects.filter(slug=course).first()
+        if target is None:
+            raise CommandError(f"unknown course {course!r}")
+        result = roster_sync(course=target, progress=lambda done, total: self.progress("roster", done, total))
+        self.stdout.write(
+            f"roster of {target.slug}: {result.members} members, {result.enrolled} enrolled, "
+            f"{result.changed} changed role, {result.unchanged} unchanged, {result.removed} removed, "
+            f"{len(result.skipped)} skipped"
+        )
+        if result.skipped:
+            self.stderr.write("skipped (no learner or staff role): " + ", ".join(result.skipped[:20]))

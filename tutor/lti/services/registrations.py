@@ -1,0 +1,153 @@
+"""Platform registrations (SPEC §12): a platform (issuer, client id) with its
+endpoints and deployment ids, for one course.
+
+Rules: registering again with the same values changes nothing (idempotent);
+changed endpoints are updated and new deployment ids added (a deployment in
+use is never dropped silently: admin removes one); a registration never
+moves to another course -- launches and scores would silently change course.
+Endpoints must be https, except on a loopback host (a platform on the same
+machine, as in development).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from dataclasses import dataclass, field
+from urllib.parse import urlsplit
+
+from django.db import transaction
+
+from tutor.audit import audit_record
+from tutor.errors import Conflict, InvalidInput
+from tutor.lti.models import Deployment, Registration
+from tutor.models import AuditEvent, Course
+
+FIELD_CHARS = 255  # issuer, client id and deployment id columns
+URL_CHARS = 500
+URL_FIELDS = ("auth_url", "token_url", "jwks_url")
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def check_endpoint_url(value: str, *, field_name: str) -> str:
+    """An absolute https URL (http only on a loopback host)."""
+    value = (value or "").strip()
+    parts = urlsplit(value)
+    host = parts.hostname or ""
+    if parts.scheme not in ("https", "http") or not host:
+        raise InvalidInput(f"{field_name} must be an absolute https:// URL; got {value!r}", field=field_name)
+    if parts.scheme == "http" and not _is_loopback(host):
+        raise InvalidInput(
+            f"{field_name} must use https (http only on localhost); got {value!r}", field=field_name
+        )
+    if len(value) > URL_CHARS:
+        raise InvalidInput(f"{field_name} is longer than {URL_CHARS} characters", field=field_name)
+    return value
+
+
+def _check_text(value: str, *, field_name: str) -> str:
+    value = (value or "").strip()
+    if not value:
+        raise InvalidInput(f"{field_name} must not be empty", field=field_name)
+    if len(value) > FIELD_CHARS:
+        raise InvalidInput(f"{field_name} is longer than {FIELD_CHARS} characters", field=field_name)
+    return value
+
+
+@dataclass
+class RegistrationResult:
+    registration: Registration
+    created: bool
+    changed: list[str] = field(default_factory=list)
+    added_deployments: list[str] = field(default_factory=list)
+    other_deployments: list[str] = field(default_factory=list)
+
+
+def registration_register(
+    *,
+    issuer: str,
+    client_id: str,
+    deployment_ids: list[str],
+    auth_url: str,
+    token_url: str,
+    jwks_url: str,
+    course: Course,
+    actor=None,
+) -> RegistrationResult:
+    """Create or update the registration of (issuer, client id) for ``course``.
+
+    Every value is checked before anything is written. Audited as
+    ``lti_registered`` when something changed.
+    """
+    issuer = _check_text(issuer, field_name="issuer")
+    if urlsplit(issuer).scheme not in ("https", "http"):
+        raise InvalidInput(f"issuer must be the platform's issuer URL; got {issuer!r}", field="issuer")
+    client_id = _check_text(client_id, field_name="client_id")
+    wanted_deployments = []
+    for value in deployment_ids or []:
+        value = _check_text(value, field_name="deployment_id")
+        if value not in wanted_deployments:
+            wanted_deployments.append(value)
+    if not wanted_deployments:
+        raise InvalidInput("at least one deployment id is needed", field="deployment_id")
+    urls = {
+        "auth_url": check_endpoint_url(auth_url, field_name="auth_url"),
+        "token_url": check_endpoint_url(token_url, field_name="token_url"),
+        "jwks_url": check_endpoint_url(jwks_url, field_name="jwks_url"),
+    }
+
+    with transaction.atomic():
+        registration = (
+            Registration.objects.select_for_update().filter(issuer=issuer, client_id=client_id).first()
+        )
+        created = registration is None
+        changed: list[str] = []
+        if created:
+            registration = Registration.objects.create(
+                issuer=issuer, client_id=client_id, course=course, **urls
+            )
+        else:
+            if registration.course_id != course.pk:
+                raise Conflict(
+                    f"this registration belongs to course {registration.course.slug!r}: one course per "
+                    "registration (register the course with its own client id)",
+                    field="course",
+                )
+            changed = [name for name, value in urls.items() if getattr(registration, name) != value]
+            if changed:
+                for name in changed:
+                    setattr(registration, name, urls[name])
+                registration.save(update_fields=[*changed, "updated_at"])
+        existing = set(registration.deployments.values_list("deployment_id", flat=True))
+        added = [d for d in wanted_deployments if d not in existing]
+        Deployment.objects.bulk_create(
+            [Deployment(registration=registration, deployment_id=d) for d in added]
+        )
+        if created or changed or added:
+            audit_record(
+                actor=actor,
+                event=AuditEvent.Event.LTI_REGISTERED,
+                target=registration,
+                course=course,
+                to_state="created" if created else "updated",
+                extra={
+                    "issuer": issuer,
+                    "client_id": client_id,
+                    "changed": changed,
+                    "added_deployments": added,
+                },
+            )
+    return RegistrationResult(
+        registration=registration,
+        created=created,
+        changed=changed,
+        added_deployments=added,
+        other_deployments=sorted(existing - set(wanted_deployments)),
+    )

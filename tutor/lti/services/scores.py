@@ -1,0 +1,339 @@
+"""Grades back to the LMS (AGS; SPEC §12), through an outbox of score rows.
+
+Rules:
+- Only a student's *latest* submission counts, and within it only the attempt
+  the feedback selector decides on (SPEC §3): a finished attempt is scored
+  when ``select_feedback`` names it and its state is ``passed`` or
+  ``current``. An ``unavailable`` or ``invalid`` attempt posts nothing --
+  never a zero for an outage -- and an older attempt finishing late never
+  replaces a newer one.
+- The score counts acceptance criteria only, as the review's overall does
+  (learning criteria never block): ``scoreGiven`` = those that PASS,
+  ``scoreMaximum`` = all of them; ``gradingProgress`` is ``PendingManual``
+  while one of them is NEED_REVIEW, else ``FullyGraded``;
+  ``activityProgress`` is ``Completed``. A rubric without acceptance
+  criteria has nothing to score.
+- One row per (attempt, line item): a duplicate signal adds nothing. A newer
+  row replaces the queued, unposted rows of the same line item and user.
+- A row is posted only by the worker that claimed it (conditional UPDATE),
+  so a duplicate task delivery posts nothing. A failed try that may succeed
+  later goes back to ``queued`` with a backoff; the sweep re-dispatches
+  what the broker lost and returns rows whose worker died. Every try is
+  audited with the platform's answer.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from dataclasses import dataclass
+from datetime import timedelta
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+from django.db.models import F, Q
+from django.utils import timezone
+
+from feedback.models import AttemptStatus, ReviewAttempt
+from feedback.selectors import FeedbackState, select_feedback
+from tutor.audit import audit_record
+from tutor.lti import platform
+from tutor.lti.models import ScorePost, ScoreStatus
+from tutor.lti.selectors import grade_targets
+from tutor.lti.services.launch import login_nonces_purge
+from tutor.models import AuditEvent, Task
+from tutor.rubrics import CriterionKind, Verdict
+
+log = logging.getLogger(__name__)
+
+ACTIVITY_COMPLETED = "Completed"
+FULLY_GRADED = "FullyGraded"
+PENDING_MANUAL = "PendingManual"
+AUDIT_ACTOR = "lti-passback"
+# A claim older than the task's hard limit plus this margin belongs to a dead worker.
+CLAIM_MARGIN_SECONDS = 30
+
+
+@dataclass(frozen=True)
+class Score:
+    given: int
+    maximum: int
+    grading_progress: str
+
+
+def score_from_result(result: dict) -> Score | None:
+    """The score of a review result (see the module's rules), or None."""
+    acceptance = [c for c in result.get("criteria", []) if c.get("kind") == CriterionKind.ACCEPTANCE]
+    if not acceptance:
+        return None
+    statuses = [c.get("status") for c in acceptance]
+    pending = Verdict.NEED_REVIEW in statuses
+    return Score(
+        given=statuses.count(Verdict.PASS),
+        maximum=len(acceptance),
+        grading_progress=PENDING_MANUAL if pending else FULLY_GRADED,
+    )
+
+
+def retry_delay(tries: int) -> float:
+    """Seconds before try ``tries + 1``: doubling from LTI_SCORE_BACKOFF, capped."""
+    return min(settings.LTI_SCORE_BACKOFF * 2 ** max(tries - 1, 0), settings.LTI_SCORE_BACKOFF_MAX)
+
+
+def score_dispatch(score_id) -> None:
+    """Send the post task; a broker outage leaves the queued row to the sweep."""
+    from tutor.lti.tasks import post_score
+
+    try:
+        post_score.delay(str(score_id))
+    except Exception:
+        log.warning("could not dispatch LTI score %s; the sweep will retry", score_id, exc_info=True)
+
+
+def _dispatch_later(score_id, delay: float) -> None:
+    from tutor.lti.tasks import post_score
+
+    try:
+        post_score.apply_async((str(score_id),), countdown=delay)
+    except Exception:
+        log.warning("could not schedule LTI score %s; the sweep will retry", score_id, exc_info=True)
+
+
+def scores_queue(*, attempt_id) -> list[ScorePost]:
+    """Queue the score of a finished attempt for every line item its student
+    launched the task from (the ``attempt_finished`` listener)."""
+    attempt = (
+        ReviewAttempt.objects.filter(pk=attempt_id)
+        .select_related("submission")
+        .only("id", "status", "attempt_seq", "created_at", "submission__student_id", "submission__task_id")
+        .first()
+    )
+    if attempt is None or attempt.status != AttemptStatus.COMPLETED:
+        return []
+    submission = attempt.submission
+    targets = grade_targets(student_id=submission.student_id, task_id=submission.task_id)
+    if not targets:
+        return []
+    task = Task.objects.select_related("current_rubric").get(pk=submission.task_id)
+    selection = select_feedback(submission.student_id, task)
+    if selection.attempt_id != attempt.pk or selection.state not in (
+        FeedbackState.PASSED,
+        FeedbackState.CURRENT,
+    ):
+        return []
+    score = score_from_result(selection.result)
+    if score is None:
+        log.info("attempt %s: no acceptance criteria, nothing to score", attempt.pk)
+        return []
+    now = timezone.now()
+    created: list[ScorePost] = []
+    with transaction.atomic():
+        for target in targets:
+            same_user = ScorePost.objects.filter(link=target.link, identity=target.identity)
+            newer = (
+                same_user.filter(attempt_seq__gt=attempt.attempt_seq)
+                .exclude(status=ScoreStatus.FAILED)
+                .exists()
+            )
+            try:
+                with transaction.atomic():
+                    row = ScorePost.objects.create(
+                        link=target.link,
+                        identity=target.identity,
+                        attempt=attempt,
+                        attempt_seq=attempt.attempt_seq,
+                        scored_at=attempt.created_at,
+                        score_given=score.given,
+                        score_maximum=score.maximum,
+                        activity_progress=ACTIVITY_COMPLETED,
+                        grading_progress=score.grading_progress,
+                        status=ScoreStatus.SUPERSEDED if newer else ScoreStatus.QUEUED,
+                        next_try_at=now,
+                        dispatched_at=now,
+                    )
+            except IntegrityError:
+                continue  # a duplicate delivery of the same attempt queued it already
+            if newer:
+                continue
+            same_user.filter(status=ScoreStatus.QUEUED, attempt_seq__lt=attempt.attempt_seq).update(
+                status=ScoreStatus.SUPERSEDED
+            )
+            created.append(row)
+            transaction.on_commit(lambda pk=row.pk: score_dispatch(pk), robust=True)
+    return created
+
+
+def score_claim(*, score_id) -> tuple[ScorePost, uuid.UUID] | None:
+    """Claim a queued row for this worker; None when another delivery or the
+    sweep got there first."""
+    token = uuid.uuid4()
+    claimed = ScorePost.objects.filter(pk=score_id, status=ScoreStatus.QUEUED).update(
+        status=ScoreStatus.POSTING, claim=token, claimed_at=timezone.now(), tries=F("tries") + 1
+    )
+    if claimed != 1:
+        return None
+    row = ScorePost.objects.select_related("link", "link__registration", "link__task", "identity").get(
+        pk=score_id
+    )
+    return row, token
+
+
+def _audit_try(row: ScorePost, answer: platform.PlatformAnswer, event: str, to_state: str) -> None:
+    audit_record(
+        actor=None,
+        actor_label=AUDIT_ACTOR,
+        event=event,
+        target=row,
+        course=row.link.task.course_id,
+        from_state=ScoreStatus.POSTING,
+        to_state=to_state,
+        extra={
+            "attempt_seq": row.attempt_seq,
+            "score_given": row.score_given,
+            "score_maximum": row.score_maximum,
+            "grading_progress": row.grading_progress,
+            "line_item": row.link.lineitem_url,
+            "user_id": row.identity.subject,
+            "try": row.tries,
+            "http_status": answer.http_status,
+            "answer": answer.text,
+        },
+    )
+
+
+def score_posted(*, row: ScorePost, claim: uuid.UUID, answer: platform.PlatformAnswer) -> bool:
+    with transaction.atomic():
+        done = ScorePost.objects.filter(pk=row.pk, status=ScoreStatus.POSTING, claim=claim).update(
+            status=ScoreStatus.POSTED,
+            posted_at=timezone.now(),
+            last_http_status=answer.http_status,
+            last_answer=answer.text,
+        )
+        if done != 1:
+            log.warning("LTI score %s: claim lost after a successful post", row.pk)
+            return False
+        _audit_try(row, answer, AuditEvent.Event.LTI_SCORE_POSTED, ScoreStatus.POSTED)
+    return True
+
+
+def score_failed(*, row: ScorePost, claim: uuid.UUID, answer: platform.PlatformAnswer) -> str | None:
+    """Record a failed try: back to ``queued`` after a backoff when a later
+    try may succeed and tries remain, else ``failed``. Returns the new status."""
+    retry = answer.retry and row.tries < settings.LTI_SCORE_MAX_TRIES
+    delay = retry_delay(row.tries)
+    now = timezone.now()
+    eager = settings.CELERY_TASK_ALWAYS_EAGER
+    changes = {"last_http_status": answer.http_status, "last_answer": answer.text, "claim": None}
+    if retry:
+        # Eager mode has no delayed messages: the sweep sends the retry when it is due.
+        changes.update(
+            status=ScoreStatus.QUEUED,
+            next_try_at=now + timedelta(seconds=delay),
+            dispatched_at=None if eager else now + timedelta(seconds=delay),
+        )
+    else:
+        changes.update(status=ScoreStatus.FAILED)
+    with transaction.atomic():
+        done = ScorePost.objects.filter(pk=row.pk, status=ScoreStatus.POSTING, claim=claim).update(**changes)
+        if done != 1:
+            return None
+        _audit_try(row, answer, AuditEvent.Event.LTI_SCORE_FAILED, changes["status"])
+        if retry and not eager:
+            transaction.on_commit(lambda: _dispatch_later(row.pk, delay), robust=True)
+    return changes["status"]
+
+
+def score_send(*, score_id) -> str | None:
+    """Claim, post and record one score row (the task's body). None when the
+    row was not claimable (already posted, posting, or superseded)."""
+    claimed = score_claim(score_id=score_id)
+    if claimed is None:
+        return None
+    row, claim = claimed
+    document = platform.score_document(
+        user_id=row.identity.subject,
+        given=row.score_given,
+        maximum=row.score_maximum,
+        activity=row.activity_progress,
+        grading=row.grading_progress,
+        timestamp=row.scored_at,
+    )
+    try:
+        answer = platform.post_score(
+            registration=row.link.registration, lineitem_url=row.link.lineitem_url, document=document
+        )
+    except Exception as exc:  # a bug must not leave the row claimed until the sweep
+        log.exception("LTI score %s: post failed unexpectedly", row.pk)
+        answer = platform.PlatformAnswer(ok=False, retry=True, http_status=None, text=type(exc).__name__)
+    if answer.ok:
+        return ScoreStatus.POSTED if score_posted(row=row, claim=claim, answer=answer) else None
+    return score_failed(row=row, claim=claim, answer=answer)
+
+
+def score_requeue(*, score: ScorePost, actor) -> bool:
+    """Staff send a failed score again (admin action), with fresh tries."""
+    now = timezone.now()
+    with transaction.atomic():
+        done = ScorePost.objects.filter(pk=score.pk, status=ScoreStatus.FAILED).update(
+            status=ScoreStatus.QUEUED, tries=0, next_try_at=now, dispatched_at=now
+        )
+        if done != 1:
+            return False
+        audit_record(
+            actor=actor,
+            event=AuditEvent.Event.LTI_SCORE_REQUEUED,
+            target=score,
+            course=score.link.task.course_id,
+            from_state=ScoreStatus.FAILED,
+            to_state=ScoreStatus.QUEUED,
+        )
+        transaction.on_commit(lambda: score_dispatch(score.pk), robust=True)
+    return True
+
+
+def scores_sweep(*, now=None) -> dict[str, int]:
+    """Keep every score row moving (run by beat, by ``lti_sweep_scores`` and
+    by the embedded server):
+
+    - ``queued`` and due, with no dispatch since ``LTI_SCORE_REDISPATCH_AFTER``
+      (or none at all in eager mode): dispatch it;
+    - ``posting`` with a claim older than the task's hard limit: its worker
+      died -- back to ``queued`` while tries remain, else ``failed``.
+
+    Expired login nonces are deleted on the way.
+    """
+    now = now or timezone.now()
+    counts = {"dispatched": 0, "requeued": 0, "failed": 0}
+    stale = now - timedelta(seconds=settings.LTI_SCORE_REDISPATCH_AFTER)
+    undispatched = Q(dispatched_at__isnull=True) | Q(dispatched_at__lt=stale)
+    for score_id in ScorePost.objects.filter(
+        undispatched, status=ScoreStatus.QUEUED, next_try_at__lte=now
+    ).values_list("id", flat=True)[:1000]:
+        if ScorePost.objects.filter(undispatched, pk=score_id, status=ScoreStatus.QUEUED).update(
+            dispatched_at=now
+        ):
+            score_dispatch(score_id)
+            counts["dispatched"] += 1
+
+    lost_before = now - timedelta(seconds=settings.LTI_SCORE_HARD_TIME_LIMIT + CLAIM_MARGIN_SECONDS)
+    for score_id, claim, tries in ScorePost.objects.filter(
+        status=ScoreStatus.POSTING, claimed_at__lt=lost_before
+    ).values_list("id", "claim", "tries")[:1000]:
+        running = ScorePost.objects.filter(pk=score_id, status=ScoreStatus.POSTING, claim=claim)
+        if tries < settings.LTI_SCORE_MAX_TRIES:
+            if running.update(status=ScoreStatus.QUEUED, claim=None, next_try_at=now, dispatched_at=now):
+                score_dispatch(score_id)
+                counts["requeued"] += 1
+        else:
+            with transaction.atomic():
+                if running.update(
+                    status=ScoreStatus.FAILED, claim=None, last_answer="the posting worker stopped"
+                ):
+                    row = ScorePost.objects.select_related("link", "link__task", "identity").get(pk=score_id)
+                    answer = platform.PlatformAnswer(
+                        ok=False, retry=False, http_status=None, text=row.last_answer
+                    )
+                    _audit_try(row, answer, AuditEvent.Event.LTI_SCORE_FAILED, ScoreStatus.FAILED)
+                    counts["failed"] += 1
+    login_nonces_purge(now=now)
+    return counts
