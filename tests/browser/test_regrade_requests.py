@@ -156,8 +156,10 @@ def test_a_student_asks_staff_about_a_model_fail_and_after_a_verdict_reads_it_se
     )
     assert "waiting for staff" in waiting.text.lower()
     assert STUDENT_REASON in waiting.text
-    assert active(browser, "data-status") == "open"
-    assert "was sent to staff" in browser.text("#review-status")
+    # Once the card is rebuilt (the tutor's view read too), the focus is on
+    # the new request and the live region says it was sent.
+    browser.wait_until(lambda: active(browser, "data-status") == "open", "the focus is not on the request")
+    browser.wait_for_text("#review-status", "Your request on A3 was sent to staff.")
     assert offered(browser) == []
     request = RegradeRequest.objects.get()
     assert (request.submission_id, request.rubric_id, request.reason) == (submission.pk, "A3", STUDENT_REASON)
