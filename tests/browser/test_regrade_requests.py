@@ -150,6 +150,7 @@ def test_a_student_asks_staff_about_a_model_fail_and_after_a_verdict_reads_it_se
     box.send_keys(STUDENT_REASON)
     assert counter_text(browser) == f"Characters left: {1000 - len(STUDENT_REASON)}"
     browser.shot("form-open")
+    browser.shot_element("#review-card .criterion[data-rubric-id='A3']", "form-criterion")
     box.send_keys(Keys.CONTROL, Keys.ENTER)
     waiting = browser.wait_for(
         "#review-card .criterion[data-rubric-id='A3'] .regrade-request[data-status=open]"
@@ -197,6 +198,7 @@ def test_a_student_asks_staff_about_a_model_fail_and_after_a_verdict_reads_it_se
     )
     assert all(ratio >= 4.5 for ratio in ratios.values()), ratios
     browser.shot("settled")
+    browser.shot_element("#review-card .criterion[data-rubric-id='A3']", "settled-criterion")
     assert browser.script_errors() == []
 
 
