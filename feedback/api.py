@@ -73,7 +73,9 @@ class SubmissionViewSet(
         return visible_submissions(self.request.user).prefetch_related(
             Prefetch(
                 "attempts", queryset=ReviewAttempt.objects.select_related("rubric").order_by("attempt_seq")
-            )
+            ),
+            # Every listed submission carries its requests: one query for the page, not one per row.
+            "regrade_requests",
         )
 
     def _fresh(self, submission_id) -> dict:

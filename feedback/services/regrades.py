@@ -9,6 +9,7 @@ from django.utils import timezone
 
 from feedback.models import AttemptStatus, RegradeRequest, RegradeStatus, ReviewAttempt, Submission
 from feedback.results import Basis
+from feedback.visibility import hidden_criteria, hidden_text
 from tutor.audit import audit_record
 from tutor.errors import Conflict, InvalidInput
 from tutor.models import AuditEvent
@@ -87,11 +88,15 @@ def regrades_settle(*, submission: Submission, verdict: ReviewAttempt, staff, ru
     """The staff verdict ``verdict`` settles the open requests on the criteria
     it names; call inside the verdict's transaction."""
     settled = 0
+    hidden = hidden_criteria(verdict.rubric.criteria)
     for request in RegradeRequest.objects.filter(
         submission=submission, rubric_id__in=rubric_ids, status=RegradeStatus.OPEN
     ):
         entry = next(c for c in verdict.result["criteria"] if c["rubric_id"] == request.rubric_id)
-        response = f"Staff gave a verdict: {entry['status']} — {entry['reason']}"[:REGRADE_RESPONSE_MAX_CHARS]
+        # The response is read by the student: a hidden check's staff reason
+        # stays hidden there too (SPEC §9), as it does in the result.
+        reason = hidden_text(entry["status"]) if request.rubric_id in hidden else entry["reason"]
+        response = f"Staff gave a verdict: {entry['status']} — {reason}"[:REGRADE_RESPONSE_MAX_CHARS]
         if _decide(request, RegradeStatus.SETTLED, staff=staff, response=response, settled_by=verdict):
             audit_record(
                 actor=staff,

@@ -34,7 +34,11 @@ let evidenceForm;
 // --- status lines ----------------------------------------------------------
 
 function pageStatus(text) {
-  $("page-status").textContent = text;
+  const status = $("page-status");
+  // From now on the code says what the line shows: a language switch must
+  // not bring back the first "Loading…".
+  delete status.dataset.i18n;
+  status.textContent = text;
 }
 
 function pageError(error) {
@@ -180,7 +184,14 @@ function renderTaskDetails(task) {
   clear($("task-steps")).append(...(task.steps || []).map((step) => h("li", {}, step)));
   clear($("task-criteria")).append(
     ...(task.criteria || []).map((c) =>
-      h("li", {}, h("strong", {}, c.id), ` (${t(`kind_${c.kind}`)}) `, c.text),
+      h(
+        "li",
+        { dataset: { criterion: c.id } },
+        h("strong", {}, c.id),
+        ` (${t(`kind_${c.kind}`)}) `,
+        c.text,
+        c.visibility === "hidden" ? [" ", h("span", { class: "tag" }, t("hidden_tag"))] : null,
+      ),
     ),
   );
 }
@@ -245,7 +256,7 @@ async function loadTutorView() {
 
 function renderSubmission(submission) {
   const attempt = newestAttempt(submission);
-  renderReview($("review-card"), { submission, onRetry: retryReview });
+  renderReview($("review-card"), { submission, task: state.task, onRetry: retryReview, onRegrade: askRegrade });
   renderProgress($("review-progress"), attempt ? attempt.status : null);
   if (attempt) announceAttempt(submission, attempt.status);
   return attempt;
@@ -333,6 +344,23 @@ async function retryReview(event) {
     return;
   }
   await loadReview();
+}
+
+// A regrade request on one criterion (SPEC §7). The card is then rebuilt
+// from the API -- the request's status is the server's, not the page's --
+// and focus goes to the new request's line. Errors go back to the form.
+async function askRegrade(rubricId, reason) {
+  const submission = state.submission;
+  try {
+    await api("POST", `/api/submissions/${submission.id}/regrade-requests/`, { rubric_id: rubricId, reason });
+  } catch (error) {
+    handleAuthError(error);
+    throw error;
+  }
+  await loadReview();
+  show($("review-status"), t("regrade_sent", { id: rubricId }));
+  const selector = `.criterion[data-rubric-id="${CSS.escape(rubricId)}"] .regrade-request[data-status="open"]`;
+  $("review-card").querySelector(selector)?.focus();
 }
 
 // --- the conversation --------------------------------------------------------------

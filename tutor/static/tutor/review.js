@@ -4,6 +4,7 @@
 
 import { h, clear, formatTime } from "./dom.js";
 import { t } from "./i18n.js";
+import { otherRequests, regradeBlock } from "./regrade.js";
 
 export const TERMINAL = new Set(["completed", "unavailable", "invalid"]);
 const STEPS = ["queued", "running"];
@@ -24,10 +25,32 @@ function basisText(basis) {
   return label === key ? basis : `${basis} — ${label}`;
 }
 
-function criterionItem(c) {
+// The task's hidden checks (SPEC §9), by criterion id: their rows show
+// status and text only.
+export function hiddenIds(task) {
+  return new Set(((task && task.criteria) || []).filter((c) => c.visibility === "hidden").map((c) => c.id));
+}
+
+function criterionFacts(c, hidden) {
+  if (hidden) return h("p", { class: "hint hidden-check" }, t("hidden_check"));
+  return h(
+    "dl",
+    { class: "facts" },
+    h("dt", {}, t("criterion_basis")),
+    h("dd", { class: "basis" }, basisText(c.basis)),
+    c.reason ? [h("dt", {}, t("criterion_reason")), h("dd", { class: "reason" }, c.reason)] : null,
+    c.evidence ? [h("dt", {}, t("criterion_evidence")), h("dd", { class: "evidence" }, c.evidence)] : null,
+  );
+}
+
+function criterionItem(c, { submission, hidden, regradable, onRegrade }) {
+  const isHidden = hidden.has(c.rubric_id);
   return h(
     "li",
-    { class: `criterion status-${c.status}`, dataset: { rubricId: c.rubric_id } },
+    {
+      class: `criterion status-${c.status}`,
+      dataset: { rubricId: c.rubric_id, hidden: isHidden ? "true" : "false" },
+    },
     h(
       "div",
       { class: "criterion-head" },
@@ -38,14 +61,8 @@ function criterionItem(c) {
       h("span", { class: "kind" }, t(`kind_${c.kind}`)),
     ),
     h("p", { class: "criterion-text" }, c.criterion),
-    h(
-      "dl",
-      { class: "facts" },
-      h("dt", {}, t("criterion_basis")),
-      h("dd", { class: "basis" }, basisText(c.basis)),
-      c.reason ? [h("dt", {}, t("criterion_reason")), h("dd", { class: "reason" }, c.reason)] : null,
-      c.evidence ? [h("dt", {}, t("criterion_evidence")), h("dd", { class: "evidence" }, c.evidence)] : null,
-    ),
+    criterionFacts(c, isHidden),
+    regradeBlock({ submission, criterion: c, allowed: regradable, onSubmit: onRegrade }),
   );
 }
 
@@ -71,7 +88,9 @@ export function renderProgress(list, status) {
   });
 }
 
-export function renderReview(container, { submission, onRetry }) {
+// `task` names the hidden checks; `onRegrade(rubricId, reason)` sends a
+// regrade request and rebuilds the card (it rejects with the API's error).
+export function renderReview(container, { submission, task, onRetry, onRegrade }) {
   clear(container);
   if (!submission) {
     container.append(h("p", { class: "muted" }, t("no_submission")));
@@ -98,10 +117,20 @@ export function renderReview(container, { submission, onRetry }) {
     if (attempt.reused_from) container.append(h("p", { class: "hint" }, t("reused")));
   }
   const criteria = result.criteria || [];
+  // Regrade requests are for the newest completed review only: while a
+  // newer attempt is unavailable or invalid, none is offered.
+  const context = {
+    submission,
+    hidden: hiddenIds(task),
+    regradable: attempt.status === "completed",
+    onRegrade,
+  };
   if (criteria.length) {
     if (attempt.status !== "completed") container.append(h("p", {}, t("machine_checks_kept")));
-    container.append(h("ul", { class: "criteria-results" }, criteria.map(criterionItem)));
+    container.append(h("ul", { class: "criteria-results" }, criteria.map((c) => criterionItem(c, context))));
   }
+  const others = otherRequests(submission, new Set(criteria.map((c) => c.rubric_id)));
+  if (others) container.append(...others);
   if (result.next_step) {
     container.append(h("h3", {}, t("next_step")), h("p", { class: "next-step prose" }, result.next_step));
   }
