@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import django_filters
-from django.conf import settings
 from django.db.models import Prefetch
-from drf_spectacular.utils import OpenApiResponse, extend_schema
+from drf_spectacular.utils import extend_schema
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.exceptions import PermissionDenied, ValidationError
@@ -18,13 +17,14 @@ from feedback.serializers import (
     ReviewRequestSerializer,
     SubmissionCreateSerializer,
     SubmissionSerializer,
+    SubmissionSummarySerializer,
     VerdictSerializer,
 )
 from feedback.services.intake import review_request, submission_create
 from feedback.services.verdicts import staff_verdict_create
 from tutor import access
-from tutor.errors import PayloadTooLarge
 from tutor.models import Enrollment, Task
+from tutor.openapi import conflict
 from tutor.pagination import SeqCursorPagination
 from tutor.throttling import WriteThrottle
 
@@ -52,24 +52,26 @@ class SubmissionViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewse
     lookup_value_converter = "uuid"
 
     def get_queryset(self):
-        return visible_submissions(self.request.user).prefetch_related(
+        submissions = visible_submissions(self.request.user).prefetch_related(
             Prefetch("attempts", queryset=ReviewAttempt.objects.order_by("attempt_seq"))
         )
+        if getattr(self, "action", None) == "list":
+            # A list shows the stored summary; the evidence (up to 1 MiB a row) stays in the table.
+            submissions = submissions.defer("evidence")
+        return submissions
+
+    def get_serializer_class(self):
+        if getattr(self, "action", None) == "list":
+            return SubmissionSummarySerializer
+        return SubmissionSerializer
 
     def _fresh(self, submission_id) -> dict:
         return SubmissionSerializer(self.get_queryset().get(pk=submission_id)).data
 
-    @extend_schema(
-        request=SubmissionCreateSerializer,
-        responses={
-            201: SubmissionSerializer,
-            413: OpenApiResponse(description="Evidence over a size limit; nothing stored."),
-        },
-    )
+    @extend_schema(request=SubmissionCreateSerializer, responses={201: SubmissionSerializer})
     def create(self, request, *args, **kwargs):
-        length = request.META.get("CONTENT_LENGTH") or "0"
-        if length.isdigit() and int(length) > settings.DATA_UPLOAD_MAX_MEMORY_SIZE:
-            raise PayloadTooLarge(f"the request body is over {settings.DATA_UPLOAD_MAX_MEMORY_SIZE} bytes")
+        """Store a submission and its first review attempt; evidence over a
+        size limit is a 413 and nothing is stored."""
         serializer = SubmissionCreateSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data
@@ -113,7 +115,7 @@ class SubmissionViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewse
 
     @extend_schema(
         request=ReviewRequestSerializer,
-        responses={201: AttemptSerializer, 409: OpenApiResponse(description="A retry is not allowed now.")},
+        responses={201: AttemptSerializer, 409: conflict("A retry is not allowed now.")},
     )
     @action(detail=True, methods=["post"], throttle_classes=[WriteThrottle])
     def reviews(self, request, pk=None):

@@ -5,7 +5,8 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from feedback.models import ReviewAttempt, Submission
-from tutor.rubrics import Verdict
+from feedback.results import Basis
+from tutor.rubrics import CriterionKind, Verdict
 
 EVIDENCE_KEYS = {"report", "files", "ci", "head_sha", "repo_url"}
 FILE_PATH_MAX_CHARS = 1024
@@ -92,6 +93,61 @@ class SubmissionCreateSerializer(serializers.Serializer):
     evidence = EvidenceSerializer()
 
 
+# --- output shapes (SPEC §2, §7); they type the OpenAPI document -------------------
+
+
+class CriterionResultSerializer(serializers.Serializer):
+    rubric_id = serializers.CharField()
+    criterion = serializers.CharField(allow_blank=True)
+    kind = serializers.ChoiceField(choices=CriterionKind.choices)
+    status = serializers.ChoiceField(choices=Verdict.choices)
+    reason = serializers.CharField(allow_blank=True)
+    evidence = serializers.CharField(allow_blank=True)
+    basis = serializers.ChoiceField(choices=Basis.choices)
+
+
+class ReviewResultSerializer(serializers.Serializer):
+    """A review's result. ``overall`` is null in the partial record of an
+    ``unavailable`` attempt, whose criteria are the machine checks it ran."""
+
+    overall = serializers.ChoiceField(choices=Verdict.choices, allow_null=True)
+    criteria = CriterionResultSerializer(many=True)
+    next_step = serializers.CharField(allow_blank=True)
+
+
+class CiResultSerializer(serializers.Serializer):
+    status = serializers.ChoiceField(choices=["passed", "failed"])
+    exit_code = serializers.IntegerField(allow_null=True)
+    log_tail = serializers.CharField(allow_blank=True)
+
+
+class EvidenceSnapshotSerializer(serializers.Serializer):
+    """The evidence as stored: every key present (SPEC §2 normalisation)."""
+
+    report = serializers.CharField(allow_blank=True)
+    files = serializers.DictField(child=serializers.CharField(allow_blank=True))
+    ci = CiResultSerializer(allow_null=True)
+    head_sha = serializers.CharField(allow_blank=True)
+    repo_url = serializers.CharField(allow_blank=True)
+
+
+class EvidenceFileSizeSerializer(serializers.Serializer):
+    path = serializers.CharField()
+    bytes = serializers.IntegerField()
+
+
+class EvidenceSummarySerializer(serializers.Serializer):
+    """Sizes, file names and the CI result of a submission's evidence
+    (``feedback.evidence.evidence_summary``)."""
+
+    report_chars = serializers.IntegerField()
+    file_count = serializers.IntegerField()
+    files = EvidenceFileSizeSerializer(many=True)
+    total_bytes = serializers.IntegerField()
+    ci_status = serializers.ChoiceField(choices=["passed", "failed"], allow_null=True)
+    ci_exit_code = serializers.IntegerField(allow_null=True)
+
+
 class AttemptSerializer(serializers.ModelSerializer):
     submission = serializers.UUIDField(source="submission_id", read_only=True)
     reused_from = serializers.UUIDField(source="reused_from_id", read_only=True, allow_null=True)
@@ -119,15 +175,19 @@ class AttemptSerializer(serializers.ModelSerializer):
         ]
         read_only_fields = fields
 
-    @extend_schema_field(serializers.JSONField(allow_null=True))
+    @extend_schema_field(ReviewResultSerializer(allow_null=True))
     def get_result(self, attempt: ReviewAttempt):
         return attempt.result
 
 
-class SubmissionSerializer(serializers.ModelSerializer):
+class SubmissionSummarySerializer(serializers.ModelSerializer):
+    """A submission in a list: its evidence as a summary only (a list of 50
+    would otherwise carry up to 50 MiB of evidence)."""
+
     task = serializers.UUIDField(source="task_id", read_only=True)
     student = serializers.CharField(source="student.username", read_only=True)
     previous = serializers.UUIDField(source="previous_id", read_only=True, allow_null=True)
+    evidence_summary = EvidenceSummarySerializer(read_only=True)
     attempts = AttemptSerializer(many=True, read_only=True)
 
     class Meta:
@@ -141,9 +201,19 @@ class SubmissionSerializer(serializers.ModelSerializer):
             "snapshot_hash",
             "ci_source",
             "created_at",
-            "evidence",
+            "evidence_summary",
             "attempts",
         ]
+        read_only_fields = fields
+
+
+class SubmissionSerializer(SubmissionSummarySerializer):
+    """One submission: the summary's fields and the evidence as submitted."""
+
+    evidence = EvidenceSnapshotSerializer(read_only=True)
+
+    class Meta(SubmissionSummarySerializer.Meta):
+        fields = [*SubmissionSummarySerializer.Meta.fields[:-1], "evidence", "attempts"]
         read_only_fields = fields
 
 

@@ -1,7 +1,11 @@
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from feedback.models import AttemptStatus
+from feedback.results import Basis
+from feedback.selectors import FeedbackState, InvalidReason
 from tutor.models import Course, Task, TutorMessage, TutorSession
+from tutor.rubrics import Verdict
 
 
 class CourseSerializer(serializers.ModelSerializer):
@@ -82,21 +86,102 @@ class ContextQuerySerializer(serializers.Serializer):
     )
 
 
+class ContextBodySerializer(serializers.Serializer):
+    """``POST /api/tutor/context/``: the preview with the draft in the body
+    (a long draft does not fit a URL, and a URL lands in access logs)."""
+
+    task = serializers.UUIDField()
+    message = serializers.CharField(
+        required=False, allow_null=True, allow_blank=True, max_length=MESSAGE_MAX_CHARS, trim_whitespace=False
+    )
+
+
 class ChatMessageSerializer(serializers.Serializer):
     role = serializers.ChoiceField(choices=["system", "user", "assistant"])
     content = serializers.CharField()
 
 
+# --- output shapes of the context (SPEC §3, §4); they type the OpenAPI document ---
+
+
+class ContextMetaSerializer(serializers.Serializer):
+    """``context_meta``: every key always present; providers of other apps add
+    their ids keys (``lesson_ids``, ``fact_ids``, …) and omitted counts."""
+
+    correlation_id = serializers.CharField()
+    feedback_state = serializers.ChoiceField(choices=FeedbackState.choices)
+    feedback_rubric_ids = serializers.ListField(child=serializers.CharField())
+    lesson_ids = serializers.ListField(child=serializers.JSONField())
+    fact_ids = serializers.ListField(child=serializers.JSONField())
+    preference_ids = serializers.ListField(child=serializers.JSONField())
+    memory_ids = serializers.ListField(child=serializers.JSONField())
+    process_rule_ids = serializers.ListField(child=serializers.JSONField())
+    omitted = serializers.DictField(child=serializers.IntegerField())
+    sections = serializers.DictField(child=serializers.DictField())
+    system_chars = serializers.IntegerField()
+
+
+class HistoryMessageSerializer(MessageSerializer):
+    """A message of the history: an assistant message carries the
+    ``context_meta`` of the request that produced it (SPEC §4), a user
+    message null."""
+
+    context_meta = ContextMetaSerializer(allow_null=True, read_only=True)
+
+    class Meta(MessageSerializer.Meta):
+        fields = [*MessageSerializer.Meta.fields, "context_meta"]
+        read_only_fields = fields
+
+
 class ExchangeSerializer(serializers.Serializer):
     user_message = MessageSerializer()
     reply = MessageSerializer()
-    context_meta = serializers.JSONField()
+    context_meta = ContextMetaSerializer()
+
+
+class FeedbackItemSerializer(serializers.Serializer):
+    rubric_id = serializers.CharField()
+    status = serializers.ChoiceField(choices=Verdict.choices)
+    criterion = serializers.CharField(allow_blank=True)
+    reason = serializers.CharField(allow_blank=True)
+    evidence = serializers.CharField(allow_blank=True)
+    basis = serializers.ChoiceField(choices=Basis.choices)
+
+
+class FeedbackBlockSerializer(serializers.Serializer):
+    """The feedback block of SPEC §3. Over budget it is the minimal
+    ``{state, reason, submission_id, attempt_id}``, hence the optional keys;
+    ``reason`` is there in the ``invalid`` state only."""
+
+    state = serializers.ChoiceField(choices=FeedbackState.choices)
+    reason = serializers.ChoiceField(choices=InvalidReason.choices, required=False)
+    submission_id = serializers.UUIDField(allow_null=True)
+    submission_seq = serializers.IntegerField(allow_null=True, required=False)
+    attempt_id = serializers.UUIDField(allow_null=True)
+    attempt_seq = serializers.IntegerField(allow_null=True, required=False)
+    attempt_status = serializers.ChoiceField(choices=AttemptStatus.choices, allow_null=True, required=False)
+    review_status = serializers.ChoiceField(choices=Verdict.choices, allow_null=True, required=False)
+    rubric_version = serializers.CharField(allow_null=True, required=False)
+    prompt_version = serializers.CharField(allow_null=True, required=False)
+    engine_version = serializers.CharField(allow_null=True, required=False)
+    model = serializers.CharField(allow_null=True, required=False)
+    reused = serializers.BooleanField(allow_null=True, required=False)
+    snapshot_hash = serializers.CharField(allow_null=True, required=False)
+    items = FeedbackItemSerializer(many=True, required=False)
+    next_step = serializers.CharField(allow_null=True, allow_blank=True, required=False)
+    total_items = serializers.IntegerField(required=False)
+    omitted_count = serializers.IntegerField(required=False)
+    truncated_fields = serializers.ListField(child=serializers.CharField(), required=False)
+
+
+class RecalledLessonsSerializer(serializers.Serializer):
+    recalled = serializers.ListField(child=serializers.DictField())
 
 
 class ContextSerializer(serializers.Serializer):
-    feedback = serializers.JSONField()
+    feedback = FeedbackBlockSerializer()
     messages = ChatMessageSerializer(many=True)
-    lessons = serializers.JSONField()
-    facts = serializers.JSONField()
-    preferences = serializers.JSONField()
-    meta = serializers.JSONField()
+    lessons = RecalledLessonsSerializer()
+    facts = serializers.ListField(child=serializers.DictField())
+    preferences = serializers.ListField(child=serializers.DictField())
+    meta = ContextMetaSerializer()

@@ -8,3 +8,10 @@ def purge_model_calls() -> int:
     from tutor.llm import model_calls_purge
 
     return model_calls_purge()
+
+
+@shared_task(name="tutor.tasks.release_stale_replies")
+def release_stale_replies() -> int:
+    from tutor.sessions import sessions_release_stale
+
+    return sessions_release_stale()

@@ -325,21 +325,24 @@ def test_healthz_follows_the_broker_and_the_worker(celery_worker, redis_server):
 
     response = client.get("/healthz")
     assert response.status_code == 200, response.content
-    assert response.json() == {"status": "ok", "checks": {"database": "ok", "broker": "ok", "worker": "ok"}}
+    assert response.json() == {
+        "status": "ok",
+        "checks": {"database": "ok", "broker": "ok", "worker": "ok", "model": "ok"},
+    }
 
     redis_server.stop()
     response = client.get("/healthz")
     assert response.status_code == 503, response.content
     assert response.json() == {
         "status": "degraded",
-        "checks": {"database": "ok", "broker": "down", "worker": "down"},
+        "checks": {"database": "ok", "broker": "down", "worker": "down", "model": "ok"},
     }
 
     redis_server.start()
     celery_worker.wait_ready(timeout=60)
     response = client.get("/healthz")
     assert response.status_code == 200, response.content
-    assert response.json()["checks"] == {"database": "ok", "broker": "ok", "worker": "ok"}
+    assert response.json()["checks"] == {"database": "ok", "broker": "ok", "worker": "ok", "model": "ok"}
 
 
 def test_healthz_reports_a_missing_worker_as_down(celery_worker):
@@ -348,7 +351,7 @@ def test_healthz_reports_a_missing_worker_as_down(celery_worker):
     response = APIClient().get("/healthz")
 
     assert response.status_code == 503, response.content
-    assert response.json()["checks"] == {"database": "ok", "broker": "ok", "worker": "down"}
+    assert response.json()["checks"] == {"database": "ok", "broker": "ok", "worker": "down", "model": "ok"}
 
 
 def test_duplicate_delivery_changes_nothing_after_the_first_terminal_write(
