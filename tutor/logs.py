@@ -83,6 +83,11 @@ def logging_config(level: str, *, extra_loggers: dict | None = None) -> dict:
             "django": {**propagate, "level": "INFO"},
             "django.server": {**propagate, "level": "INFO"},
             "django.db.backends": {**propagate, "level": "INFO"},
+            # gunicorn's own lines (manage.py serve, tutor/gunicorn_conf.py) through the same handler.
+            "gunicorn.error": {**propagate, "level": "INFO"},
+            "gunicorn.access": {**propagate, "level": "INFO"},
+            # A line per model request would name the provider's URL; the ModelCall row has the detail.
+            "httpx": {**propagate, "level": "WARNING"},
             **(extra_loggers or {}),
         },
     }
