@@ -6,6 +6,7 @@ from rest_framework import serializers
 
 from feedback.models import ReviewAttempt, Submission
 from feedback.results import Basis
+from tutor.fields import StrictCharField
 from tutor.rubrics import CriterionKind, Verdict
 
 EVIDENCE_KEYS = {"report", "files", "ci", "head_sha", "repo_url"}
@@ -13,16 +14,6 @@ FILE_PATH_MAX_CHARS = 1024
 LOG_TAIL_MAX_CHARS = 64 * 1024
 VERDICT_REASON_MAX_CHARS = 2000
 VERDICT_NEXT_STEP_MAX_CHARS = 2000
-
-
-class StrictCharField(serializers.CharField):
-    """A CharField that refuses numbers: DRF's own turns ``5`` into ``"5"``,
-    which would store a report or a file the client never sent (SPEC §2: text)."""
-
-    def to_internal_value(self, data):
-        if not isinstance(data, str):
-            self.fail("invalid")
-        return super().to_internal_value(data)
 
 
 def reject_unknown_keys(data: dict, allowed: set[str]) -> None:
@@ -89,7 +80,7 @@ class EvidenceSerializer(serializers.Serializer):
 
 class SubmissionCreateSerializer(serializers.Serializer):
     task = serializers.UUIDField()
-    student = serializers.CharField(required=False, max_length=150)
+    student = StrictCharField(required=False, max_length=150)
     evidence = EvidenceSerializer()
 
 
@@ -222,18 +213,16 @@ class ReviewRequestSerializer(serializers.Serializer):
 
 
 class VerdictItemSerializer(serializers.Serializer):
-    rubric_id = serializers.CharField(max_length=64)
+    rubric_id = StrictCharField(max_length=64)
     status = serializers.ChoiceField(choices=Verdict.choices)
-    reason = serializers.CharField(max_length=VERDICT_REASON_MAX_CHARS)
+    reason = StrictCharField(max_length=VERDICT_REASON_MAX_CHARS)
 
 
 class VerdictSerializer(serializers.Serializer):
     criteria = VerdictItemSerializer(many=True, allow_empty=False, max_length=200)
     # SPEC §2: the staff member's own next step; without it, the earlier one is
     # kept only while it still names a criterion that is not PASS.
-    next_step = serializers.CharField(
-        required=False, allow_blank=True, max_length=VERDICT_NEXT_STEP_MAX_CHARS
-    )
+    next_step = StrictCharField(required=False, allow_blank=True, max_length=VERDICT_NEXT_STEP_MAX_CHARS)
 
     def validate_criteria(self, criteria):
         seen = set()

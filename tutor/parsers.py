@@ -3,7 +3,7 @@
 JSON only: form-encoded and multipart bodies find no parser and are a 415.
 Before anything recurses into the body it is bounded:
 
-- size: at most ``DATA_UPLOAD_MAX_MEMORY_SIZE`` bytes are read (413 above);
+- size: at most ``DATA_UPLOAD_MAX_MEMORY_SIZE`` bytes (413 above);
 - nesting: deeper than ``JSON_MAX_DEPTH`` levels is a 400, found by a flat
   scan over the brackets outside strings -- the JSON decoder recurses per
   level, and ~1000 levels (a 2 KB body) would end in a RecursionError;
@@ -71,12 +71,11 @@ class StrictJSONParser(parsers.JSONParser):
     def parse(self, stream, media_type=None, parser_context=None):
         parser_context = parser_context or {}
         limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
-        request = parser_context.get("request")
-        declared = (request.META.get("CONTENT_LENGTH") or "") if request is not None else ""
-        # A declared length over the limit is refused before reading a byte.
-        too_large = declared.isdigit() and int(declared) > limit
-        raw = b"" if too_large else stream.read(limit + 1)
-        if too_large or len(raw) > limit:
+        # DRF hands JSON parsers ``request.body``, where Django already refused
+        # a larger body (RequestDataTooBig, a 413 in tutor.errors); the bound
+        # here holds whatever the stream is.
+        raw = stream.read(limit + 1)
+        if len(raw) > limit:
             # Imported here: tutor.errors imports DRF's views, which load this parser.
             from tutor.errors import PayloadTooLarge
 

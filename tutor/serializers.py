@@ -4,6 +4,7 @@ from rest_framework import serializers
 from feedback.models import AttemptStatus
 from feedback.results import Basis
 from feedback.selectors import FeedbackState, InvalidReason
+from tutor.fields import StrictCharField
 from tutor.models import Course, Task, TutorMessage, TutorSession
 from tutor.rubrics import Verdict
 
@@ -76,7 +77,7 @@ class MessageSerializer(serializers.ModelSerializer):
 
 
 class MessageCreateSerializer(serializers.Serializer):
-    content = serializers.CharField(min_length=1, max_length=MESSAGE_MAX_CHARS, trim_whitespace=False)
+    content = StrictCharField(min_length=1, max_length=MESSAGE_MAX_CHARS, trim_whitespace=False)
 
 
 class ContextQuerySerializer(serializers.Serializer):
@@ -91,7 +92,7 @@ class ContextBodySerializer(serializers.Serializer):
     (a long draft does not fit a URL, and a URL lands in access logs)."""
 
     task = serializers.UUIDField()
-    message = serializers.CharField(
+    message = StrictCharField(
         required=False, allow_null=True, allow_blank=True, max_length=MESSAGE_MAX_CHARS, trim_whitespace=False
     )
 
