@@ -235,10 +235,12 @@ def model_calls_purge(*, now=None) -> int:
 
 
 def parse_json_reply(text: str) -> object:
-    """JSON from a model reply, tolerating a surrounding Markdown code fence."""
+    """JSON from a model reply, tolerating a surrounding Markdown code fence.
+    Sanitised again after parsing: the escapes ``\\u0000`` and ``\\ud800``
+    are plain text in the reply but NUL and a lone surrogate once parsed."""
     stripped = text.strip()
     if stripped.startswith("```"):
         stripped = stripped.split("\n", 1)[1] if "\n" in stripped else ""
         if stripped.rstrip().endswith("```"):
             stripped = stripped.rstrip()[:-3]
-    return json.loads(stripped)
+    return sanitize_json(json.loads(stripped))

@@ -24,6 +24,11 @@ from feedback.models import ReviewAttempt, Submission
 from tests.factories import enroll, make_course, make_task
 from tutor.models import AuditEvent, Enrollment, ModelCall, TutorMessage, TutorSession
 
+# Imported at collection, not in a test: building the WSGI application runs
+# django.setup(), whose logging configuration would drop the handlers pytest
+# adds for the test that happens to import it first.
+from tutor.wsgi import application  # noqa: E402
+
 COUNTED = (Submission, ReviewAttempt, TutorSession, TutorMessage, ModelCall, AuditEvent)
 
 
@@ -51,8 +56,6 @@ def wsgi_call(
     token: str | None = None,
     headers: dict[str, str] | None = None,
 ) -> WsgiResponse:
-    from tutor.wsgi import application
-
     environ = {
         "REQUEST_METHOD": method,
         "SCRIPT_NAME": "",

@@ -86,7 +86,7 @@ def test_a_2kb_body_nested_1000_levels_is_a_400(world, operations):
 
 
 def test_brackets_inside_strings_do_not_count_as_nesting(world, operations):
-    for path, body, token in operations:
+    for path, _, token in operations:
         if "messages" not in path:
             continue
         text = json.dumps({"content": "[" * 200 + '"{' * 50})
