@@ -51,16 +51,20 @@ def attempts_purge(*, submission_ids: list, reason: str, actor=None, course=None
     """Delete the given submissions and every review attempt of theirs, and
     record one ``attempts_purged`` audit event (actor None: an operator).
 
-    The caller purges whole submissions (newest first when it goes in
-    batches, so that a submission left behind never names a deleted one as
-    ``previous``); an attempt of another submission that was reused from a
-    purged one makes the purge fail at commit, and nothing is deleted.
+    The caller purges whole histories: a submission left behind that names
+    a purged one as ``previous``, or an attempt reused from a purged one,
+    fails the purge with IntegrityError, and nothing is deleted. (Going in
+    batches, take the newest submissions first.)
     """
     ids = list(submission_ids)
     with transaction.atomic():
         permit = AttemptPurgePermit.objects.create(reason=reason[:200])
         attempts = _delete_where(ReviewAttempt, "submission_id", ids)
         submissions = _delete_where(Submission, "id", ids)
+        # Foreign keys are deferred to the commit; checked now, a row left
+        # pointing at a purged one fails the purge here, whole, while the
+        # caller's transaction can still tell.
+        connection.check_constraints(table_names=[Submission._meta.db_table, ReviewAttempt._meta.db_table])
         permit.delete()
         audit_record(
             actor=actor,

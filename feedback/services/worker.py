@@ -104,9 +104,13 @@ def attempts_sweep(*, now=None) -> dict[str, int]:
     now = now or timezone.now()
     counts = {"redispatched": 0, "requeued": 0, "worker_lost": 0}
     broker_forgot = now - timedelta(seconds=settings.CELERY_VISIBILITY_TIMEOUT)
-    for attempt_id in ReviewAttempt.objects.filter(
-        status=AttemptStatus.QUEUED, dispatched_at__lt=broker_forgot
-    ).values_list("id", flat=True)[:1000]:
+    # Oldest first, in the index's own order: the model's default ordering
+    # (attempt_seq) would make the database walk another index instead.
+    for attempt_id in (
+        ReviewAttempt.objects.filter(status=AttemptStatus.QUEUED, dispatched_at__lt=broker_forgot)
+        .order_by("dispatched_at")
+        .values_list("id", flat=True)[:1000]
+    ):
         # Claim the re-send: two sweeps at once send it once.
         if ReviewAttempt.objects.filter(
             pk=attempt_id, status=AttemptStatus.QUEUED, dispatched_at__lt=broker_forgot
@@ -115,9 +119,11 @@ def attempts_sweep(*, now=None) -> dict[str, int]:
             counts["redispatched"] += 1
 
     lost_before = now - timedelta(seconds=settings.REVIEW_HARD_TIME_LIMIT)
-    for attempt_id, claim, lost_count in ReviewAttempt.objects.filter(
-        status=AttemptStatus.RUNNING, claimed_at__lt=lost_before
-    ).values_list("id", "claim", "lost_count")[:1000]:
+    for attempt_id, claim, lost_count in (
+        ReviewAttempt.objects.filter(status=AttemptStatus.RUNNING, claimed_at__lt=lost_before)
+        .order_by("claimed_at")
+        .values_list("id", "claim", "lost_count")[:1000]
+    ):
         running = ReviewAttempt.objects.filter(pk=attempt_id, status=AttemptStatus.RUNNING, claim=claim)
         if lost_count == 0:
             if running.update(
