@@ -4,7 +4,7 @@ from django.conf import settings
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from feedback.models import ReviewAttempt, Submission
+from feedback.models import ErrorCode, ReviewAttempt, Submission
 from feedback.results import Basis
 from tutor.fields import StrictCharField
 from tutor.rubrics import CriterionKind, Verdict
@@ -142,6 +142,9 @@ class EvidenceSummarySerializer(serializers.Serializer):
 class AttemptSerializer(serializers.ModelSerializer):
     submission = serializers.UUIDField(source="submission_id", read_only=True)
     reused_from = serializers.UUIDField(source="reused_from_id", read_only=True, allow_null=True)
+    # Declared: DRF drops allow_blank from a read-only model field, and the
+    # schema would then refuse the "" that every attempt without an error has.
+    error_code = serializers.ChoiceField(choices=ErrorCode.choices, allow_blank=True, read_only=True)
     result = serializers.SerializerMethodField()
 
     class Meta:

@@ -45,13 +45,18 @@ class TaskViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gen
         return access.visible_tasks(self.request.user).order_by("course_id", "position", "slug")
 
 
-_check = serializers.ChoiceField(choices=["ok", "down", "not_configured"])
+def _check():
+    # One field instance per key: a shared one is bound to the last key only,
+    # and the schema would document that key alone.
+    return serializers.ChoiceField(choices=["ok", "down", "not_configured"])
+
+
 _health = inline_serializer(
     "Health",
     {
         "status": serializers.ChoiceField(choices=["ok", "degraded"]),
         "checks": inline_serializer(
-            "HealthChecks", {"database": _check, "broker": _check, "worker": _check, "model": _check}
+            "HealthChecks", {"database": _check(), "broker": _check(), "worker": _check(), "model": _check()}
         ),
     },
 )
