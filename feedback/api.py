@@ -24,7 +24,7 @@ from feedback.services.intake import review_request, submission_create
 from feedback.services.verdicts import staff_verdict_create
 from tutor import access
 from tutor.models import Enrollment, Task
-from tutor.openapi import conflict
+from tutor.openapi import conflict, forbidden
 from tutor.pagination import SeqCursorPagination
 from tutor.throttling import WriteThrottle
 
@@ -115,7 +115,11 @@ class SubmissionViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewse
 
     @extend_schema(
         request=ReviewRequestSerializer,
-        responses={201: AttemptSerializer, 409: conflict("A retry is not allowed now.")},
+        responses={
+            201: AttemptSerializer,
+            403: forbidden("Only the student or course staff may ask; only staff may force."),
+            409: conflict("A retry is not allowed now."),
+        },
     )
     @action(detail=True, methods=["post"], throttle_classes=[WriteThrottle])
     def reviews(self, request, pk=None):
@@ -139,7 +143,10 @@ class SubmissionViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewse
         attempt.refresh_from_db()
         return Response(AttemptSerializer(attempt).data, status=status.HTTP_201_CREATED)
 
-    @extend_schema(request=VerdictSerializer, responses={201: AttemptSerializer})
+    @extend_schema(
+        request=VerdictSerializer,
+        responses={201: AttemptSerializer, 403: forbidden("Only course staff may give a verdict.")},
+    )
     @action(detail=True, methods=["post"], throttle_classes=[WriteThrottle])
     def verdicts(self, request, pk=None):
         """A staff verdict: a new completed attempt where the given criteria

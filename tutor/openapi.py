@@ -6,8 +6,8 @@ every response, error or not, against it.
   values per operation, which real answers leave (``evidence.files.<path>``,
   ``criteria.2.rubric_id``, a service's own field names).
 - 413 on every operation with a request body: the parser's size limit.
-- 409 and 503 are declared by the operations that answer them, with the
-  bodies below (``CONFLICT``, ``UNAVAILABLE``).
+- 403, 409 and 503 are declared by the operations that answer them, with
+  the bodies below (``forbidden``, ``conflict``, ``unavailable``).
 - Links between operations (``add_links``), so that stateful fuzzing walks
   from a created submission or session to the operations on it.
 """
@@ -16,7 +16,11 @@ from __future__ import annotations
 
 from drf_spectacular.utils import OpenApiResponse
 from drf_standardized_errors.openapi import AutoSchema as StandardizedAutoSchema
-from drf_standardized_errors.openapi_serializers import ClientErrorEnum, ServerErrorEnum
+from drf_standardized_errors.openapi_serializers import (
+    ClientErrorEnum,
+    ErrorResponse403Serializer,
+    ServerErrorEnum,
+)
 from rest_framework import serializers
 
 from tutor.errors import ErrorCode409Enum, ErrorCode413Enum, ErrorCode503Enum
@@ -73,6 +77,12 @@ class Error503Serializer(serializers.Serializer):
 class ErrorResponse503Serializer(serializers.Serializer):
     type = serializers.ChoiceField(choices=ServerErrorEnum.choices)
     errors = Error503Serializer(many=True)
+
+
+def forbidden(description: str) -> OpenApiResponse:
+    """For an operation that refuses some authenticated callers itself (the
+    generator documents 403 only for permission classes)."""
+    return OpenApiResponse(ErrorResponse403Serializer, description=description)
 
 
 def conflict(description: str) -> OpenApiResponse:

@@ -32,7 +32,14 @@ class SessionOpenView(APIView):
     throttle_classes = [WriteThrottle]
     throttle_scope = "messages"
 
-    @extend_schema(request=SessionOpenSerializer, responses={200: SessionSerializer, 201: SessionSerializer})
+    @extend_schema(
+        request=SessionOpenSerializer,
+        responses={
+            200: SessionSerializer,
+            201: SessionSerializer,
+            409: conflict("Another request is creating the session; try again."),
+        },
+    )
     def post(self, request):
         """The open session for the task (created if none); ``new`` archives it and starts another."""
         serializer = SessionOpenSerializer(data=request.data)

@@ -38,6 +38,10 @@ SETTINGS_VARIABLES = (
     "TUTOR_THROTTLE_SUBMISSIONS",
     "TUTOR_THROTTLE_MESSAGES",
     "LOG_LEVEL",
+    "WEB_TIMEOUT",
+    "WEB_BIND",
+    "WEB_CONCURRENCY",
+    "WEB_THREADS",
 )
 
 SETUP = "import django; django.setup()"
