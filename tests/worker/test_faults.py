@@ -7,6 +7,8 @@ serving the tutor -- on the database of the run (PostgreSQL in CI).
   ``running`` until the sweep declared the worker lost).
 - A web worker killed while a tutor reply is pending: the session answers
   409 only until the tutor request budget has passed, then takes messages.
+- A hung model under gunicorn: the JSON 503 comes within the budget, long
+  before gunicorn's worker timeout would kill the request.
 - The worker's log lines are JSON and carry the submitting request's id.
 """
 
@@ -219,3 +221,27 @@ def test_a_killed_web_worker_leaves_the_session_busy_only_for_the_request_budget
     rows = TutorMessage.objects.filter(session=session).order_by("position").values_list("role", "content")
     assert list(rows) == [("user", "first"), ("user", "third"), ("assistant", "Here is a hint.")]
     assert TutorSession.objects.get(pk=session.pk).reply_pending_since is None
+
+
+def test_a_hung_model_under_gunicorn_is_the_promised_json_503_within_the_budget(
+    web, fake_llm, worker_limits, task, student
+):
+    token = Token.objects.get_or_create(user=student)[0].key
+    assert post(web.base, "/api/tutor/sessions/", token, {"task": str(task.pk)}) == 201
+    session = TutorSession.objects.get(student=student)
+    fake_llm.script(Hang(60))
+    request = urllib.request.Request(
+        f"{web.base}/api/tutor/sessions/{session.pk}/messages/",
+        method="POST",
+        data=json.dumps({"content": "are you there?"}).encode(),
+        headers={"Authorization": f"Token {token}", "Content-Type": "application/json"},
+    )
+    started = time.monotonic()
+
+    with pytest.raises(urllib.error.HTTPError) as answered:
+        urllib.request.urlopen(request, timeout=60)
+
+    assert answered.value.code == 503
+    assert answered.value.headers["Content-Type"] == "application/json"
+    assert json.loads(answered.value.read())["errors"][0]["code"] == "model_unavailable"
+    assert time.monotonic() - started < tutor_budget(worker_limits)
