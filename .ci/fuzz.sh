@@ -1,12 +1,19 @@
 #!/usr/bin/env bash
-# Schema-driven fuzzing (SPEC §10: every endpoint survives it without a 5xx).
+# Schema-driven fuzzing (SPEC §7, §10): no endpoint answers a 5xx, and every
+# answer, error or not, matches the OpenAPI document -- so the schema and the
+# code cannot drift apart.
 #
-# Starts the development server on the embedded default (SQLite in a temporary
-# directory, eager Celery, offline model) on a free port of 127.0.0.1, loads the
-# demo course and users, and runs schemathesis' CLI against /api/schema/ once per
-# demo role: student (alice), staff (staff) and service (ci-bot), with the one
-# check not_a_server_error. A run that finds a 5xx (or that schemathesis cannot
-# complete) fails the script, which then prints the server's tracebacks. The
+# Starts `manage.py serve` (gunicorn, as `make run` does) on the embedded default
+# (SQLite in a temporary directory, eager Celery, offline model) on a free port of
+# 127.0.0.1, loads the demo course and users, and runs schemathesis' CLI against
+# /api/schema/ once per demo role: student (alice), staff (staff) and service
+# (ci-bot). Each run generates valid and invalid data (--mode all), walks the
+# schema's links from created submissions and sessions (the stateful phase), and
+# checks every response: not_a_server_error, response_schema_conformance (the body
+# matches the documented schema of its status), status_code_conformance (the
+# status is documented) and content_type_conformance. A run that finds a failure
+# (or that schemathesis cannot complete) fails the script, which then prints the
+# server's tracebacks; the summary gives the number of test cases per role. The
 # server is always stopped and the temporary directory removed.
 #
 # schemathesis lives in a virtualenv of its own (.venv-fuzz, from the `fuzz` extra
@@ -16,6 +23,7 @@
 # Environment:
 #   FUZZ_MAX_EXAMPLES  test cases per operation and phase (default 15: the three
 #                      roles take about two minutes on two cores)
+#   FUZZ_CHECKS        schemathesis checks (default: the four above)
 #   FUZZ_WORKERS       schemathesis workers (default 2)
 #   FUZZ_SEED          fixed seed, to reproduce a run (default: random, printed)
 #   FUZZ_RUN_TIMEOUT   seconds allowed for one role's run (default 600)
@@ -31,6 +39,7 @@ VENV="${VENV:-.venv}"
 FUZZ_VENV="${FUZZ_VENV:-.venv-fuzz}"
 PYTHON="${PYTHON:-python3}"
 MAX_EXAMPLES="${FUZZ_MAX_EXAMPLES:-15}"
+CHECKS="${FUZZ_CHECKS:-not_a_server_error,response_schema_conformance,status_code_conformance,content_type_conformance}"
 WORKERS="${FUZZ_WORKERS:-2}"
 RUN_TIMEOUT="${FUZZ_RUN_TIMEOUT:-600}"
 SEED="${FUZZ_SEED:-}"
@@ -97,21 +106,37 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-# Each server error's log record with its traceback, the same traceback once.
+# Each server error's log record (one JSON object per line) with its
+# traceback, the same traceback once.
 print_tracebacks() {
-    local total
-    total="$(grep -c ' ERROR ' "$SERVER_LOG" || true)"
-    say "server log: $total ERROR record(s); distinct tracebacks follow"
-    awk '
-        function flush() {
-            if (block != "" && !(key in seen)) { seen[key] = 1; shown++; if (shown <= 10) printf "%s\n", block }
-            block = ""; key = ""; inrec = 0
-        }
-        / ERROR / { flush(); inrec = 1; block = $0; next }
-        inrec && /^([0-9]{4}-[0-9]{2}-[0-9]{2} |\[)/ { flush(); next }
-        inrec { block = block "\n" $0; key = key "\n" $0 }
-        END { flush(); if (shown > 10) printf "... and %d more distinct tracebacks\n", shown - 10 }
-    ' "$SERVER_LOG"
+    "$PY" - "$SERVER_LOG" <<'PYEOF'
+import json
+import sys
+
+errors, seen = [], set()
+for line in open(sys.argv[1], encoding="utf-8", errors="replace"):
+    try:
+        record = json.loads(line)
+    except ValueError:
+        continue  # a line that is not a log record (gunicorn's own start-up output)
+    if record.get("level") in ("ERROR", "CRITICAL"):
+        errors.append(record)
+print(f"server log: {len(errors)} ERROR record(s); distinct tracebacks follow")
+for record in errors:
+    trace = record.get("exc_info") or ""
+    if trace in seen:
+        continue
+    seen.add(trace)
+    if len(seen) > 10:
+        print("... and more distinct tracebacks")
+        break
+    print(f"[{record.get('correlation_id')}] {record.get('logger')}: {record.get('message')}\n{trace}")
+PYEOF
+}
+
+# "Test cases: N generated, ..." of a role's run, as the number of cases.
+cases_of() {
+    awk '/^Test cases:/ { getline; print $1; exit }' "$1"
 }
 
 # --- schemathesis -------------------------------------------------------------
@@ -155,7 +180,7 @@ done
 PORT="$("$PY" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
 BASE="http://127.0.0.1:$PORT"
 say "starting the server on $BASE${LOG_DIR:+ (its log is kept in $LOG_DIR/server.log)}"
-"${SERVER_ENV[@]}" "$PY" manage.py runserver "127.0.0.1:$PORT" --noreload >"$SERVER_LOG" 2>&1 &
+"${SERVER_ENV[@]}" "$PY" manage.py serve "127.0.0.1:$PORT" >"$SERVER_LOG" 2>&1 &
 SERVER_PID=$!
 for _ in $(seq 1 150); do
     kill -0 "$SERVER_PID" 2>/dev/null || { cat "$SERVER_LOG" >&2; die "the server exited on start"; }
@@ -224,13 +249,15 @@ say "fuzzing from real ids: tasks $TASK_IDS, objects $OBJECT_IDS, sessions $SESS
 # --- one run per role -------------------------------------------------------------
 FAILED=()
 SUMMARY=()
+CASES=0
 for entry in "${ROLES[@]}"; do
     role=${entry%%:*} user=${entry#*:}
     args=(
         --config-file "$WORK/schemathesis.toml"
         run "$BASE/api/schema/"
         -H "Authorization: Token ${TOKENS[$role]}"
-        --checks not_a_server_error
+        --checks "$CHECKS"
+        --mode all
         --phases=coverage,fuzzing,stateful
         --max-examples "$MAX_EXAMPLES"
         --workers "$WORKERS"
@@ -253,11 +280,13 @@ for entry in "${ROLES[@]}"; do
     rc=0
     wait "$RUN_PID" || rc=$?
     RUN_PID=""
+    cases="$(cases_of "$WORK/schemathesis-$role.log")"
+    CASES=$((CASES + ${cases:-0}))
     if ((rc == 0)); then
-        SUMMARY+=("ok        $((SECONDS - started))s  $role ($user)")
+        SUMMARY+=("ok        $((SECONDS - started))s  $role ($user): ${cases:-?} cases")
     else
         case $rc in 124 | 137) status="TIMEOUT" ;; *) status="FAILED ($rc)" ;; esac
-        SUMMARY+=("$status  $((SECONDS - started))s  $role ($user)")
+        SUMMARY+=("$status  $((SECONDS - started))s  $role ($user): ${cases:-?} cases")
         FAILED+=("$role")
     fi
     say "=== $role: ${SUMMARY[-1]%% *} in $((SECONDS - started))s"
@@ -268,7 +297,7 @@ if ! kill -0 "$SERVER_PID" 2>/dev/null; then
 fi
 stop_server
 
-say "summary (max examples $MAX_EXAMPLES, workers $WORKERS):"
+say "summary (max examples $MAX_EXAMPLES, workers $WORKERS, checks $CHECKS): $CASES cases in all"
 printf '  %s\n' "${SUMMARY[@]}"
 if ((${#FAILED[@]})); then
     print_tracebacks

@@ -23,6 +23,7 @@ from corrections.selectors import (
 from corrections.serializers import (
     AcceptSerializer,
     CaseSerializer,
+    ClaimSerializer,
     CorrectionCreateSerializer,
     CorrectionSerializer,
     DetectionResultSerializer,
@@ -192,12 +193,14 @@ class CorrectionCaseViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, vi
         return Response(CaseSerializer(self.get_queryset().get(pk=case.pk)).data)
 
     @extend_schema(
-        request=None,
+        request=ClaimSerializer,
         responses={200: CaseSerializer, 409: HELD_OR_DECIDED},
     )
     @action(detail=True, methods=["post"])
     def claim(self, request, pk=None):
         """Hold the case for CORRECTIONS_CASE_LEASE_SECONDS (8 h) so nobody decides it twice."""
+        # The body carries nothing, but it is read: a POST is JSON like any other (SPEC §7).
+        ClaimSerializer(data=request.data).is_valid(raise_exception=True)
         return self._answer(case_claim(case=self.get_object(), staff=request.user))
 
     @extend_schema(

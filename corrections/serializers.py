@@ -7,6 +7,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from corrections.models import CaseStatus, Correction, CorrectionCase, CorrectionType, Tier
+from tutor.fields import StrictCharField
 from tutor.serializers import MESSAGE_MAX_CHARS
 
 REASON_MAX_CHARS = 2000
@@ -46,7 +47,7 @@ class CorrectionSerializer(serializers.ModelSerializer):
 
 
 class CorrectionCreateSerializer(serializers.Serializer):
-    content = serializers.CharField(min_length=1, max_length=MESSAGE_MAX_CHARS, trim_whitespace=False)
+    content = StrictCharField(min_length=1, max_length=MESSAGE_MAX_CHARS, trim_whitespace=False)
     session = serializers.UUIDField(required=False, help_text="One of your own tutor sessions.")
     course = serializers.UUIDField(
         required=False,
@@ -166,7 +167,11 @@ class CaseSerializer(serializers.ModelSerializer):
 
 
 class ReasonSerializer(serializers.Serializer):
-    reason = serializers.CharField(min_length=1, max_length=REASON_MAX_CHARS)
+    reason = StrictCharField(min_length=1, max_length=REASON_MAX_CHARS)
+
+
+class ClaimSerializer(serializers.Serializer):
+    """A claim carries nothing: the body is an empty JSON object."""
 
 
 class AcceptSerializer(ReasonSerializer):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import django_filters
 from django.conf import settings
 from django.db.models import Prefetch
-from drf_spectacular.utils import OpenApiResponse, extend_schema
+from drf_spectacular.utils import extend_schema
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.exceptions import NotFound, PermissionDenied, ValidationError
@@ -23,14 +23,15 @@ from feedback.serializers import (
     ReviewRequestSerializer,
     SubmissionCreateSerializer,
     SubmissionSerializer,
+    SubmissionSummarySerializer,
     VerdictSerializer,
 )
 from feedback.services.intake import review_request, submission_create
 from feedback.services.regrades import regrade_request_create
 from feedback.services.verdicts import staff_verdict_create
 from tutor import access
-from tutor.errors import PayloadTooLarge
 from tutor.models import Enrollment, Task
+from tutor.openapi import conflict, forbidden
 from tutor.pagination import SeqCursorPagination
 from tutor.throttling import WriteThrottle
 
@@ -70,28 +71,30 @@ class SubmissionViewSet(
     lookup_value_converter = "uuid"
 
     def get_queryset(self):
-        return visible_submissions(self.request.user).prefetch_related(
+        submissions = visible_submissions(self.request.user).prefetch_related(
             Prefetch(
                 "attempts", queryset=ReviewAttempt.objects.select_related("rubric").order_by("attempt_seq")
             ),
             # Every listed submission carries its requests: one query for the page, not one per row.
             "regrade_requests",
         )
+        if getattr(self, "action", None) == "list":
+            # A list shows the stored summary; the evidence (up to 1 MiB a row) stays in the table.
+            submissions = submissions.defer("evidence")
+        return submissions
+
+    def get_serializer_class(self):
+        if getattr(self, "action", None) == "list":
+            return SubmissionSummarySerializer
+        return SubmissionSerializer
 
     def _fresh(self, submission_id) -> dict:
         return self.get_serializer(self.get_queryset().get(pk=submission_id)).data
 
-    @extend_schema(
-        request=SubmissionCreateSerializer,
-        responses={
-            201: SubmissionSerializer,
-            413: OpenApiResponse(description="Evidence over a size limit; nothing stored."),
-        },
-    )
+    @extend_schema(request=SubmissionCreateSerializer, responses={201: SubmissionSerializer})
     def create(self, request, *args, **kwargs):
-        length = request.META.get("CONTENT_LENGTH") or "0"
-        if length.isdigit() and int(length) > settings.DATA_UPLOAD_MAX_MEMORY_SIZE:
-            raise PayloadTooLarge(f"the request body is over {settings.DATA_UPLOAD_MAX_MEMORY_SIZE} bytes")
+        """Store a submission and its first review attempt; evidence over a
+        size limit is a 413 and nothing is stored."""
         serializer = SubmissionCreateSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data
@@ -135,7 +138,11 @@ class SubmissionViewSet(
 
     @extend_schema(
         request=ReviewRequestSerializer,
-        responses={201: AttemptSerializer, 409: OpenApiResponse(description="A retry is not allowed now.")},
+        responses={
+            201: AttemptSerializer,
+            403: forbidden("Only the student or course staff may ask; only staff may force."),
+            409: conflict("A retry is not allowed now."),
+        },
     )
     @action(detail=True, methods=["post"], throttle_classes=[WriteThrottle])
     def reviews(self, request, pk=None):
@@ -164,8 +171,9 @@ class SubmissionViewSet(
         request=RegradeCreateSerializer,
         responses={
             201: RegradeRequestSerializer,
-            409: OpenApiResponse(
-                description="Not the latest submission, no completed review, or already open."
+            403: forbidden("Only the student whose submission it is may ask for a regrade."),
+            409: conflict(
+                "Not the latest submission, no completed review yet, or a request is already open."
             ),
         },
     )
@@ -192,7 +200,10 @@ class SubmissionViewSet(
         )
         return Response(RegradeRequestSerializer(created).data, status=status.HTTP_201_CREATED)
 
-    @extend_schema(request=VerdictSerializer, responses={201: AttemptSerializer})
+    @extend_schema(
+        request=VerdictSerializer,
+        responses={201: AttemptSerializer, 403: forbidden("Only course staff may give a verdict.")},
+    )
     @action(detail=True, methods=["post"], throttle_classes=[WriteThrottle])
     def verdicts(self, request, pk=None):
         """A staff verdict: a new completed attempt where the given criteria
@@ -213,7 +224,13 @@ class SubmissionViewSet(
 
 
 class ReviewAgreementView(APIView):
-    @extend_schema(responses={200: ReviewAgreementSerializer}, operation_id="tasks_review_agreement")
+    @extend_schema(
+        responses={
+            200: ReviewAgreementSerializer,
+            403: forbidden("Only course staff may see review agreement."),
+        },
+        operation_id="tasks_review_agreement",
+    )
     def get(self, request, task_id):
         """Per criterion and rubric version: staff/model agreement, the
         confusion table and the disagreeing submissions (course staff only)."""

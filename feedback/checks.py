@@ -5,6 +5,7 @@ criteria without a check are decided elsewhere."""
 from __future__ import annotations
 
 from feedback.results import Basis, criterion_result
+from tutor.redaction import redact_text
 from tutor.rubrics import Verdict
 
 LOG_TAIL_CHARS = 300  # how much of a CI log a reason may quote
@@ -16,7 +17,9 @@ def check_ci_passed(criterion: dict, evidence: dict, ci_source: str) -> dict:
     ci = evidence.get("ci")
     if not ci:
         return criterion_result(criterion, Verdict.NEED_REVIEW, "no CI result in the evidence", "", basis)
-    tail = (ci.get("log_tail") or "")[-LOG_TAIL_CHARS:]
+    # The quote reaches the tutor's prompt through the feedback block: secrets
+    # in a CI log are redacted, before the cut (SPEC §2).
+    tail = redact_text(ci.get("log_tail") or "")[-LOG_TAIL_CHARS:]
     if ci.get("status") == "passed":
         return criterion_result(criterion, Verdict.PASS, "CI passed", tail, basis)
     code = ci.get("exit_code")

@@ -63,3 +63,18 @@ def snapshot_hash(evidence: dict[str, Any]) -> str:
         separators=(",", ":"),
     )
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+def evidence_summary(evidence: dict[str, Any]) -> dict[str, Any]:
+    """What a list of submissions shows instead of the evidence (SPEC §7):
+    sizes, file names and the CI result, never the text itself."""
+    files = evidence.get("files") or {}
+    ci = evidence.get("ci") or None
+    return {
+        "report_chars": len(evidence.get("report") or ""),
+        "file_count": len(files),
+        "files": [{"path": path, "bytes": _utf8_len(text)} for path, text in sorted(files.items())],
+        "total_bytes": _utf8_len(json.dumps(evidence, ensure_ascii=False, separators=(",", ":"))),
+        "ci_status": ci.get("status") if ci else None,
+        "ci_exit_code": ci.get("exit_code") if ci else None,
+    }

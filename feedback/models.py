@@ -45,6 +45,10 @@ class Submission(models.Model):
         "self", null=True, blank=True, on_delete=models.PROTECT, related_name="next"
     )
     evidence = models.JSONField()
+    # Sizes, file names and CI status (feedback.evidence.evidence_summary):
+    # what a list shows instead of the evidence, which may be 1 MiB a row.
+    # Computed once, when the submission is stored; it never changes either.
+    evidence_summary = models.JSONField(default=dict)
     snapshot_hash = models.CharField(max_length=64)
     ci_source = models.CharField(max_length=16, choices=CiSource.choices)
     submitted_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
@@ -73,6 +77,10 @@ class Submission(models.Model):
         # A submission is evidence as it was sent (SPEC §2): never rewritten.
         if not self._state.adding:
             raise TypeError(f"submission {self.pk} is immutable")
+        if not self.evidence_summary:
+            from feedback.evidence import evidence_summary
+
+            self.evidence_summary = evidence_summary(self.evidence)
         super().save(*args, **kwargs)
 
 
@@ -142,6 +150,10 @@ class ReviewAttempt(models.Model):
     claimed_at = models.DateTimeField(null=True, blank=True)
     claim_count = models.PositiveSmallIntegerField(default=0)
     lost_count = models.PositiveSmallIntegerField(default=0)
+    # When the broker accepted the review task (SPEC §2 sweep): null until a
+    # publish succeeds. A failed publish sets it one visibility timeout back,
+    # so the next sweep sends it at once; a published task is sent again only
+    # once the broker cannot still hold it (feedback.services.dispatch).
     dispatched_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     finished_at = models.DateTimeField(null=True, blank=True)
@@ -281,3 +293,26 @@ class RegradeRequest(models.Model):
 
     def __str__(self) -> str:
         return f"regrade {self.rubric_id} ({self.status})"
+
+
+class AttemptPurgePermit(models.Model):
+    """Lifts the database's DELETE guard on terminal review attempts for one
+    transaction (migration 0004): the guard lets a DELETE through only while
+    a row of this table is visible to it. Rows are inserted and deleted
+    inside the transaction of ``feedback.services.retention.attempts_purge``,
+    the one audited way to delete attempts (SPEC §2), and of ``flush``, so no
+    other transaction ever sees one."""
+
+    reason = models.CharField(max_length=200)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        # Not managed, so that ``flush`` leaves the table alone: on SQLite it
+        # empties tables in no fixed order, and a permit deleted before the
+        # attempts would stop the flush (feedback/management/commands/flush.py).
+        # Migration 0004 creates the table.
+        managed = False
+        db_table = "feedback_attemptpurgepermit"
+
+    def __str__(self) -> str:
+        return f"purge permit: {self.reason}"

@@ -9,9 +9,11 @@ becomes a student FAIL.
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass, field
 
 from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
+from django.db import DatabaseError, transaction
 
 from feedback.checks import run_machine_check
 from feedback.models import AttemptStatus, ErrorCode, ReviewAttempt
@@ -50,8 +52,31 @@ def precheck(evidence: object) -> None:
         raise ReviewInvalid(ErrorCode.EVIDENCE_INVALID, "stored evidence does not have the expected shape")
 
 
-def build_result(attempt: ReviewAttempt) -> tuple[dict, int]:
-    """The result of reviewing ``attempt``, and how many model generations it took."""
+MACHINE_BASES = (Basis.CI, Basis.SELF_REPORT, Basis.CHECK)
+
+
+@dataclass
+class ReviewProgress:
+    """What a review has decided so far: the machine checks' verdicts, kept
+    when the model part then fails (SPEC §2: an ``unavailable`` attempt
+    keeps them in its record)."""
+
+    machine: list[dict] = field(default_factory=list)
+    checks_done: bool = False
+
+    def partial_result(self) -> dict | None:
+        """``{"overall": null, "criteria": [ci/self_report/check criteria],
+        "next_step": ""}`` once the checks ran; None before."""
+        if not self.checks_done:
+            return None
+        return {"overall": None, "criteria": list(self.machine), "next_step": ""}
+
+
+def build_result(attempt: ReviewAttempt, progress: ReviewProgress | None = None) -> tuple[dict, int]:
+    """The result of reviewing ``attempt``, and how many model generations it
+    took. ``progress`` receives the machine checks' verdicts as soon as they
+    are known, before the model is asked."""
+    progress = progress if progress is not None else ReviewProgress()
     submission = attempt.submission
     evidence = submission.evidence
     precheck(evidence)
@@ -68,6 +93,10 @@ def build_result(attempt: ReviewAttempt) -> tuple[dict, int]:
             results[criterion["id"]] = criterion_result(
                 criterion, Verdict.NEED_REVIEW, NO_CHECK_REASON, "", Basis.NONE
             )
+    progress.machine = [
+        results[c["id"]] for c in criteria if results.get(c["id"], {}).get("basis") in MACHINE_BASES
+    ]
+    progress.checks_done = True
     next_step = None
     generations = 0
     if semantic and not llm.is_configured():
@@ -122,29 +151,48 @@ def failure_of(exc: BaseException, attempt_pk) -> tuple[str, str, str, int]:
 def run_review(attempt_id) -> str | None:
     """Claim and review one attempt; returns its terminal status, or None when
     there was nothing to claim (a duplicate delivery, or another worker has it)
-    or the claim was lost before the result could be written."""
+    or the claim was lost before the result could be written.
+
+    Every exception -- while reviewing or while storing the result (a value
+    the database refuses) -- ends the attempt through ``attempt_failed``: a
+    task never crashes holding its claim. An ``unavailable`` ending keeps the
+    machine checks' verdicts (``ReviewProgress.partial_result``)."""
     claimed = attempt_claim(attempt_id=attempt_id)
     if claimed is None:
         return None
     attempt, claim = claimed
     token = set_correlation_id(attempt.correlation_id or None)
+    progress = ReviewProgress()
     try:
         try:
-            result, generations = build_result(attempt)
+            result, generations = build_result(attempt, progress)
+            # A savepoint: a refused value must not spoil the connection
+            # (PostgreSQL) for the failure write below.
+            with transaction.atomic():
+                written = attempt_complete(
+                    attempt_id=attempt.pk, claim=claim, result=result, generation_attempts=generations
+                )
+            status = AttemptStatus.COMPLETED
         except Exception as exc:
             status, code, detail, generations = failure_of(exc, attempt.pk)
-            written = attempt_failed(
-                attempt_id=attempt.pk,
-                claim=claim,
-                status=status,
-                error_code=code,
-                detail=detail,
-                generation_attempts=generations,
-            )
-            return status if written else None
-        written = attempt_complete(
-            attempt_id=attempt.pk, claim=claim, result=result, generation_attempts=generations
-        )
-        return AttemptStatus.COMPLETED if written else None
+            partial = progress.partial_result() if status == AttemptStatus.UNAVAILABLE else None
+            failed = {
+                "attempt_id": attempt.pk,
+                "claim": claim,
+                "status": status,
+                "error_code": code,
+                "detail": detail,
+                "generation_attempts": generations,
+            }
+            try:
+                with transaction.atomic():
+                    written = attempt_failed(**failed, result=partial)
+            except DatabaseError:
+                if partial is None:
+                    raise  # the database itself is failing: the sweep recovers the claim
+                log.exception("attempt %s: its partial result could not be stored", attempt.pk)
+                written = attempt_failed(**failed)
+        log.info("review of attempt %s ended %s", attempt.pk, status if written else "without its claim")
+        return status if written else None
     finally:
         reset_correlation_id(token)

@@ -1,7 +1,9 @@
 """Semantic review through the model (SPEC §2).
 
 Only ``semantic`` criteria are sent. The evidence is fenced as untrusted data
-within its own character budget; the model must answer with exactly one
+within its own character budget, with the secrets in it redacted
+(``tutor.redaction``: the prompt is also what the ModelCall row stores; the
+submission keeps its evidence as it was sent); the model must answer with exactly one
 verdict per semantic criterion plus ``next_step``, checked by
 :func:`validate_review_reply` inside the bounded repair loop.
 """
@@ -16,6 +18,7 @@ from django.conf import settings
 from feedback.repair import LoopResult, ValidationFailed, run_repair_loop
 from tutor import llm
 from tutor.fencing import fence
+from tutor.redaction import redact_text
 from tutor.rubrics import Verdict
 
 REVIEW_EVIDENCE_CHARS = 24_000  # evidence budget inside the review prompt
@@ -33,7 +36,9 @@ There must be exactly one verdict for each criterion id listed, and no other ids
 
 
 def evidence_text(evidence: dict, budget: int = REVIEW_EVIDENCE_CHARS) -> str:
-    """The evidence as plain text, cut to ``budget`` characters with a note."""
+    """The evidence as plain text, secrets redacted, cut to ``budget``
+    characters with a note. Redacted before the cut: a key cut in half would
+    no longer match its pattern, and its first half would reach the model."""
     parts = [f"REPORT:\n{evidence['report']}"]
     ci = evidence.get("ci")
     if ci:
@@ -42,7 +47,7 @@ def evidence_text(evidence: dict, budget: int = REVIEW_EVIDENCE_CHARS) -> str:
         )
     for path in sorted(evidence["files"]):
         parts.append(f"FILE {path}:\n{evidence['files'][path]}")
-    text = "\n\n".join(parts)
+    text = redact_text("\n\n".join(parts))
     if len(text) > budget:
         omitted = len(text) - budget
         text = text[:budget] + f"\n[evidence truncated: {omitted} characters omitted]"

@@ -4,26 +4,18 @@ from django.conf import settings
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from feedback.models import RegradeRequest, ReviewAttempt, Submission
+from feedback.models import ErrorCode, RegradeRequest, ReviewAttempt, Submission
+from feedback.results import Basis
 from feedback.services.regrades import REGRADE_REASON_MAX_CHARS
 from feedback.visibility import student_result
-from tutor.rubrics import Verdict
+from tutor.fields import StrictCharField
+from tutor.rubrics import CriterionKind, Verdict
 
 EVIDENCE_KEYS = {"report", "files", "ci", "head_sha", "repo_url"}
 FILE_PATH_MAX_CHARS = 1024
 LOG_TAIL_MAX_CHARS = 64 * 1024
 VERDICT_REASON_MAX_CHARS = 2000
 VERDICT_NEXT_STEP_MAX_CHARS = 2000
-
-
-class StrictCharField(serializers.CharField):
-    """A CharField that refuses numbers: DRF's own turns ``5`` into ``"5"``,
-    which would store a report or a file the client never sent (SPEC §2: text)."""
-
-    def to_internal_value(self, data):
-        if not isinstance(data, str):
-            self.fail("invalid")
-        return super().to_internal_value(data)
 
 
 def reject_unknown_keys(data: dict, allowed: set[str]) -> None:
@@ -90,13 +82,71 @@ class EvidenceSerializer(serializers.Serializer):
 
 class SubmissionCreateSerializer(serializers.Serializer):
     task = serializers.UUIDField()
-    student = serializers.CharField(required=False, max_length=150)
+    student = StrictCharField(required=False, max_length=150)
     evidence = EvidenceSerializer()
+
+
+# --- output shapes (SPEC §2, §7); they type the OpenAPI document -------------------
+
+
+class CriterionResultSerializer(serializers.Serializer):
+    rubric_id = serializers.CharField()
+    criterion = serializers.CharField(allow_blank=True)
+    kind = serializers.ChoiceField(choices=CriterionKind.choices)
+    status = serializers.ChoiceField(choices=Verdict.choices)
+    reason = serializers.CharField(allow_blank=True)
+    evidence = serializers.CharField(allow_blank=True)
+    basis = serializers.ChoiceField(choices=Basis.choices)
+
+
+class ReviewResultSerializer(serializers.Serializer):
+    """A review's result. ``overall`` is null in the partial record of an
+    ``unavailable`` attempt, whose criteria are the machine checks it ran."""
+
+    overall = serializers.ChoiceField(choices=Verdict.choices, allow_null=True)
+    criteria = CriterionResultSerializer(many=True)
+    next_step = serializers.CharField(allow_blank=True)
+
+
+class CiResultSerializer(serializers.Serializer):
+    status = serializers.ChoiceField(choices=["passed", "failed"])
+    exit_code = serializers.IntegerField(allow_null=True)
+    log_tail = serializers.CharField(allow_blank=True)
+
+
+class EvidenceSnapshotSerializer(serializers.Serializer):
+    """The evidence as stored: every key present (SPEC §2 normalisation)."""
+
+    report = serializers.CharField(allow_blank=True)
+    files = serializers.DictField(child=serializers.CharField(allow_blank=True))
+    ci = CiResultSerializer(allow_null=True)
+    head_sha = serializers.CharField(allow_blank=True)
+    repo_url = serializers.CharField(allow_blank=True)
+
+
+class EvidenceFileSizeSerializer(serializers.Serializer):
+    path = serializers.CharField()
+    bytes = serializers.IntegerField()
+
+
+class EvidenceSummarySerializer(serializers.Serializer):
+    """Sizes, file names and the CI result of a submission's evidence
+    (``feedback.evidence.evidence_summary``)."""
+
+    report_chars = serializers.IntegerField()
+    file_count = serializers.IntegerField()
+    files = EvidenceFileSizeSerializer(many=True)
+    total_bytes = serializers.IntegerField()
+    ci_status = serializers.ChoiceField(choices=["passed", "failed"], allow_null=True)
+    ci_exit_code = serializers.IntegerField(allow_null=True)
 
 
 class AttemptSerializer(serializers.ModelSerializer):
     submission = serializers.UUIDField(source="submission_id", read_only=True)
     reused_from = serializers.UUIDField(source="reused_from_id", read_only=True, allow_null=True)
+    # Declared: DRF drops allow_blank from a read-only model field, and the
+    # schema would then refuse the "" that every attempt without an error has.
+    error_code = serializers.ChoiceField(choices=ErrorCode.choices, allow_blank=True, read_only=True)
     result = serializers.SerializerMethodField()
 
     class Meta:
@@ -121,7 +171,7 @@ class AttemptSerializer(serializers.ModelSerializer):
         ]
         read_only_fields = fields
 
-    @extend_schema_field(serializers.JSONField(allow_null=True))
+    @extend_schema_field(ReviewResultSerializer(allow_null=True))
     def get_result(self, attempt: ReviewAttempt):
         # Hidden checks keep their reasons for staff of the course (SPEC §9);
         # without a known viewer, nothing hidden is shown.
@@ -141,14 +191,18 @@ class RegradeRequestSerializer(serializers.ModelSerializer):
 
 
 class RegradeCreateSerializer(serializers.Serializer):
-    rubric_id = serializers.CharField(max_length=64)
-    reason = serializers.CharField(max_length=REGRADE_REASON_MAX_CHARS)
+    rubric_id = StrictCharField(max_length=64)
+    reason = StrictCharField(max_length=REGRADE_REASON_MAX_CHARS)
 
 
-class SubmissionSerializer(serializers.ModelSerializer):
+class SubmissionSummarySerializer(serializers.ModelSerializer):
+    """A submission in a list: its evidence as a summary only (a list of 50
+    would otherwise carry up to 50 MiB of evidence)."""
+
     task = serializers.UUIDField(source="task_id", read_only=True)
     student = serializers.CharField(source="student.username", read_only=True)
     previous = serializers.UUIDField(source="previous_id", read_only=True, allow_null=True)
+    evidence_summary = EvidenceSummarySerializer(read_only=True)
     attempts = AttemptSerializer(many=True, read_only=True)
     regrade_requests = RegradeRequestSerializer(many=True, read_only=True)
 
@@ -163,6 +217,25 @@ class SubmissionSerializer(serializers.ModelSerializer):
             "snapshot_hash",
             "ci_source",
             "created_at",
+            "evidence_summary",
+            "attempts",
+            "regrade_requests",
+        ]
+        read_only_fields = fields
+
+
+class SubmissionSerializer(SubmissionSummarySerializer):
+    """One submission: the summary's fields and the evidence as submitted."""
+
+    evidence = EvidenceSnapshotSerializer(read_only=True)
+
+    class Meta(SubmissionSummarySerializer.Meta):
+        fields = [
+            *(
+                f
+                for f in SubmissionSummarySerializer.Meta.fields
+                if f not in ("attempts", "regrade_requests")
+            ),
             "evidence",
             "attempts",
             "regrade_requests",
@@ -175,18 +248,16 @@ class ReviewRequestSerializer(serializers.Serializer):
 
 
 class VerdictItemSerializer(serializers.Serializer):
-    rubric_id = serializers.CharField(max_length=64)
+    rubric_id = StrictCharField(max_length=64)
     status = serializers.ChoiceField(choices=Verdict.choices)
-    reason = serializers.CharField(max_length=VERDICT_REASON_MAX_CHARS)
+    reason = StrictCharField(max_length=VERDICT_REASON_MAX_CHARS)
 
 
 class VerdictSerializer(serializers.Serializer):
     criteria = VerdictItemSerializer(many=True, allow_empty=False, max_length=200)
     # SPEC §2: the staff member's own next step; without it, the earlier one is
     # kept only while it still names a criterion that is not PASS.
-    next_step = serializers.CharField(
-        required=False, allow_blank=True, max_length=VERDICT_NEXT_STEP_MAX_CHARS
-    )
+    next_step = StrictCharField(required=False, allow_blank=True, max_length=VERDICT_NEXT_STEP_MAX_CHARS)
 
     def validate_criteria(self, criteria):
         seen = set()

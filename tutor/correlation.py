@@ -5,7 +5,11 @@ log line.
 The id lives in a context variable for the code that runs inside a request or
 a task. ``django.request`` logs its lines *after* the middleware has reset the
 variable, so the log filter also reads the id the middleware left on the
-request object that those records carry.
+request object that those records carry. The development server's request
+line (``django.server``) is logged later still, by the thread that served the
+request, from a record without the request: the middleware leaves the id in
+a thread-local for it. Gunicorn's access lines carry the response headers,
+``X-Correlation-ID`` among them.
 """
 
 from __future__ import annotations
@@ -13,12 +17,16 @@ from __future__ import annotations
 import contextvars
 import logging
 import re
+import threading
 import uuid
 
 _current: contextvars.ContextVar[str] = contextvars.ContextVar("correlation_id", default="-")
-_VALID = re.compile(r"^[A-Za-z0-9._:-]{1,64}$")
+_VALID = re.compile(r"[A-Za-z0-9._:-]{1,64}")
 HEADER = "X-Correlation-ID"
 UNSET = "-"
+# The id of the request this thread served last (for django.server lines).
+_served = threading.local()
+GUNICORN_HEADER_ATOM = "{x-correlation-id}o"
 
 
 def get_correlation_id() -> str:
@@ -34,7 +42,7 @@ def current_or_none() -> str | None:
 
 def set_correlation_id(value: str | None) -> contextvars.Token:
     """Make ``value`` (or, when it is not a valid id, a fresh one) current."""
-    return _current.set(value if value and _VALID.match(value) else uuid.uuid4().hex)
+    return _current.set(value if value and _VALID.fullmatch(value) else uuid.uuid4().hex)
 
 
 def reset_correlation_id(token: contextvars.Token) -> None:
@@ -55,17 +63,25 @@ class CorrelationIdMiddleware:
             response[HEADER] = request.correlation_id
             return response
         finally:
+            _served.correlation_id = getattr(request, "correlation_id", UNSET)
             reset_correlation_id(token)
 
 
 class CorrelationIdFilter(logging.Filter):
     """Puts ``correlation_id`` on every record: the current one, else the one
-    of the request a ``django.request``/``django.server`` record carries."""
+    of the request a ``django.request`` record carries, the one a gunicorn
+    access line answered with, or -- for the development server's request
+    line -- the one of the request this thread served last."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         value = _current.get()
         if value == UNSET:
             request = getattr(record, "request", None)
             value = getattr(request, "correlation_id", None) or UNSET
+        if value == UNSET and record.name == "gunicorn.access" and isinstance(record.args, dict):
+            value = record.args.get(GUNICORN_HEADER_ATOM) or UNSET
+            value = UNSET if value == "-" else value
+        if value == UNSET and record.name == "django.server":
+            value = getattr(_served, "correlation_id", UNSET)
         record.correlation_id = value
         return True

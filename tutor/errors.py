@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import logging
 
+from django.conf import settings
+from django.core.exceptions import RequestDataTooBig
 from django.db import models
 from drf_standardized_errors.handler import ExceptionHandler as StandardizedExceptionHandler
 from rest_framework import exceptions, status
@@ -111,6 +113,10 @@ class ExceptionHandler(StandardizedExceptionHandler):
     with its internal detail, not reported as a server error."""
 
     def convert_known_exceptions(self, exc: Exception) -> Exception:
+        if isinstance(exc, RequestDataTooBig):
+            # Django refuses a body over DATA_UPLOAD_MAX_MEMORY_SIZE when DRF
+            # reads it: the API's 413, not a 500 (SPEC §2, §7).
+            exc = PayloadTooLarge(f"the request body is over {settings.DATA_UPLOAD_MAX_MEMORY_SIZE} bytes")
         if isinstance(exc, DomainError):
             return as_api_exception(exc)
         return super().convert_known_exceptions(exc)

@@ -5,12 +5,20 @@ connection errors are retried ``TUTOR_LLM_RETRIES`` times with doubling
 backoff, then raise ModelUnavailable; any other 4xx (bad key, unknown model)
 is a configuration error and is not retried. Every HTTP exchange writes one
 ``ModelCall`` audit row.
+
+Model output is untrusted input (SPEC §2): it is sanitised here, where it
+enters, before anything stores or parses it -- NUL characters dropped, lone
+surrogates replaced, oversize text cut. PostgreSQL refuses a NUL in text and
+jsonb, and neither database can encode a lone surrogate: unsanitised, one
+such reply failed the ModelCall write, and with it the tutor turn (a 500) or
+the review's terminal write (an attempt left running).
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import re
 import time
 from datetime import timedelta
 
@@ -34,6 +42,13 @@ def is_retryable_status(status_code: int) -> bool:
 
 
 CONNECT_TIMEOUT_SECONDS = 5.0
+# The longest reply text kept: a review answers a JSON object of a few KB and a
+# tutor a few paragraphs; beyond this a reply is cut (a cut review reply fails
+# validation and goes through the repair loop).
+MODEL_REPLY_MAX_CHARS = 100_000
+MODEL_ERROR_TEXT_CHARS = 20_000  # of an error response's body, kept for staff
+MODEL_RESPONSE_JSON_MAX_CHARS = 200_000  # larger bodies are kept as text only
+_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
 # Tests swap the transport (httpx.MockTransport); production uses the default.
 TRANSPORT: httpx.BaseTransport | None = None
 
@@ -57,6 +72,24 @@ class ModelConfigError(ModelError):
     """The provider refused the request itself (bad key, unknown model)."""
 
 
+def sanitize_text(text: str, limit: int = MODEL_REPLY_MAX_CHARS) -> str:
+    """``text`` without NUL characters, with each lone surrogate replaced by
+    U+FFFD, and cut to ``limit`` characters."""
+    cleaned = _UNSTORABLE.sub(lambda m: "" if m.group() == "\x00" else "\ufffd", text)
+    return cleaned[:limit]
+
+
+def sanitize_json(value):
+    """Every key and string of a JSON value through ``sanitize_text`` (not cut)."""
+    if isinstance(value, str):
+        return sanitize_text(value, limit=len(value))
+    if isinstance(value, list):
+        return [sanitize_json(item) for item in value]
+    if isinstance(value, dict):
+        return {sanitize_json(key): sanitize_json(item) for key, item in value.items()}
+    return value
+
+
 def is_configured() -> bool:
     return bool(settings.TUTOR_LLM_BASE_URL)
 
@@ -76,6 +109,9 @@ def _client() -> httpx.Client:
 
 
 def _record(purpose, correlation_id, messages, started, course_id=None, **fields) -> ModelCall:
+    for name in ("response_text", "error"):
+        if name in fields:
+            fields[name] = sanitize_text(fields[name], limit=len(fields[name]))
     return ModelCall.objects.create(
         purpose=purpose,
         course_id=course_id,
@@ -150,25 +186,25 @@ def chat(
                 _record(
                     purpose, correlation_id, messages, started, course_id,
                     status=ModelCall.Status.HTTP_ERROR, http_status=response.status_code,
-                    response_text=text[:20000], error=last_error,
+                    response_text=text[:MODEL_ERROR_TEXT_CHARS], error=last_error,
                 )  # fmt: skip
                 if is_retryable_status(response.status_code):
                     continue
                 raise ModelConfigError(f"the model provider refused the request: HTTP {response.status_code}")
             try:
                 body = response.json()
-                content = _content(body)
+                content = sanitize_text(_content(body))
             except ValueError as exc:
                 _record(
                     purpose, correlation_id, messages, started, course_id,
                     status=ModelCall.Status.BAD_RESPONSE, http_status=200,
-                    response_text=text[:20000], error=str(exc),
+                    response_text=text[:MODEL_ERROR_TEXT_CHARS], error=str(exc),
                 )  # fmt: skip
                 raise ModelUnavailable(f"the model provider sent an unreadable response: {exc}") from None
             _record(
                 purpose, correlation_id, messages, started, course_id,
                 status=ModelCall.Status.OK, http_status=200, response_text=content,
-                response_json=body if len(text) < 200_000 else None,
+                response_json=sanitize_json(body) if len(text) < MODEL_RESPONSE_JSON_MAX_CHARS else None,
             )  # fmt: skip
             return content
     log.warning("model unavailable after %d tries: %s", tries, last_error)
@@ -199,10 +235,12 @@ def model_calls_purge(*, now=None) -> int:
 
 
 def parse_json_reply(text: str) -> object:
-    """JSON from a model reply, tolerating a surrounding Markdown code fence."""
+    """JSON from a model reply, tolerating a surrounding Markdown code fence.
+    Sanitised again after parsing: the escapes ``\\u0000`` and ``\\ud800``
+    are plain text in the reply but NUL and a lone surrogate once parsed."""
     stripped = text.strip()
     if stripped.startswith("```"):
         stripped = stripped.split("\n", 1)[1] if "\n" in stripped else ""
         if stripped.rstrip().endswith("```"):
             stripped = stripped.rstrip()[:-3]
-    return json.loads(stripped)
+    return sanitize_json(json.loads(stripped))

@@ -1,8 +1,12 @@
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from feedback.models import AttemptStatus
+from feedback.results import Basis
+from feedback.selectors import FeedbackState, InvalidReason
+from tutor.fields import StrictCharField
 from tutor.models import Course, Enrollment, Task, TutorMessage, TutorSession
-from tutor.rubrics import CriterionKind, Visibility, public_criteria
+from tutor.rubrics import CriterionKind, Verdict, Visibility, public_criteria
 
 
 class CourseSerializer(serializers.ModelSerializer):
@@ -82,7 +86,7 @@ class MessageSerializer(serializers.ModelSerializer):
 
 
 class MessageCreateSerializer(serializers.Serializer):
-    content = serializers.CharField(min_length=1, max_length=MESSAGE_MAX_CHARS, trim_whitespace=False)
+    content = StrictCharField(min_length=1, max_length=MESSAGE_MAX_CHARS, trim_whitespace=False)
 
 
 class ContextQuerySerializer(serializers.Serializer):
@@ -92,24 +96,125 @@ class ContextQuerySerializer(serializers.Serializer):
     )
 
 
+class ContextBodySerializer(serializers.Serializer):
+    """``POST /api/tutor/context/``: the preview with the draft in the body
+    (a long draft does not fit a URL, and a URL lands in access logs)."""
+
+    task = serializers.UUIDField()
+    message = StrictCharField(
+        required=False, allow_null=True, allow_blank=True, max_length=MESSAGE_MAX_CHARS, trim_whitespace=False
+    )
+
+
 class ChatMessageSerializer(serializers.Serializer):
     role = serializers.ChoiceField(choices=["system", "user", "assistant"])
     content = serializers.CharField()
 
 
+# --- output shapes of the context (SPEC §3, §4); they type the OpenAPI document ---
+
+
+class ContextMetaSerializer(serializers.Serializer):
+    """``context_meta``: every key always present; providers of other apps add
+    their ids keys (``lesson_ids``, ``fact_ids``, …) and omitted counts."""
+
+    correlation_id = serializers.CharField()
+    feedback_state = serializers.ChoiceField(choices=FeedbackState.choices)
+    feedback_rubric_ids = serializers.ListField(child=serializers.CharField())
+    lesson_ids = serializers.ListField(child=serializers.JSONField())
+    fact_ids = serializers.ListField(child=serializers.JSONField())
+    preference_ids = serializers.ListField(child=serializers.JSONField())
+    memory_ids = serializers.ListField(child=serializers.JSONField())
+    process_rule_ids = serializers.ListField(child=serializers.JSONField())
+    omitted = serializers.DictField(child=serializers.IntegerField())
+    sections = serializers.DictField(child=serializers.DictField())
+    system_chars = serializers.IntegerField()
+
+
+# Keys a stored context_meta may lack: it was written before the section that
+# adds them existed. The history shows them empty, as SPEC §4's "every key" wants.
+META_ID_KEYS = (
+    "feedback_rubric_ids",
+    "lesson_ids",
+    "fact_ids",
+    "preference_ids",
+    "memory_ids",
+    "process_rule_ids",
+)
+
+
+class HistoryMessageSerializer(MessageSerializer):
+    """A message of the history: an assistant message carries the
+    ``context_meta`` of the request that produced it (SPEC §4), a user
+    message null. A meta stored by an earlier release is shown as it was
+    stored, with the id lists it lacks empty -- never refused."""
+
+    context_meta = serializers.SerializerMethodField()
+
+    class Meta(MessageSerializer.Meta):
+        fields = MessageSerializer.Meta.fields
+        read_only_fields = fields
+
+    @extend_schema_field(ContextMetaSerializer(allow_null=True))
+    def get_context_meta(self, message: TutorMessage):
+        meta = message.context_meta
+        if not isinstance(meta, dict):
+            return None
+        return {**{key: [] for key in META_ID_KEYS}, "omitted": {}, **meta}
+
+
 class ExchangeSerializer(serializers.Serializer):
     user_message = MessageSerializer()
     reply = MessageSerializer()
-    context_meta = serializers.JSONField()
+    context_meta = ContextMetaSerializer()
+
+
+class FeedbackItemSerializer(serializers.Serializer):
+    rubric_id = serializers.CharField()
+    status = serializers.ChoiceField(choices=Verdict.choices)
+    criterion = serializers.CharField(allow_blank=True)
+    reason = serializers.CharField(allow_blank=True)
+    evidence = serializers.CharField(allow_blank=True)
+    basis = serializers.ChoiceField(choices=Basis.choices)
+
+
+class FeedbackBlockSerializer(serializers.Serializer):
+    """The feedback block of SPEC §3. Over budget it is the minimal
+    ``{state, reason, submission_id, attempt_id}``, hence the optional keys;
+    ``reason`` is there in the ``invalid`` state only."""
+
+    state = serializers.ChoiceField(choices=FeedbackState.choices)
+    reason = serializers.ChoiceField(choices=InvalidReason.choices, required=False)
+    submission_id = serializers.UUIDField(allow_null=True)
+    submission_seq = serializers.IntegerField(allow_null=True, required=False)
+    attempt_id = serializers.UUIDField(allow_null=True)
+    attempt_seq = serializers.IntegerField(allow_null=True, required=False)
+    attempt_status = serializers.ChoiceField(choices=AttemptStatus.choices, allow_null=True, required=False)
+    review_status = serializers.ChoiceField(choices=Verdict.choices, allow_null=True, required=False)
+    rubric_version = serializers.CharField(allow_null=True, required=False)
+    prompt_version = serializers.CharField(allow_null=True, required=False)
+    engine_version = serializers.CharField(allow_null=True, required=False)
+    model = serializers.CharField(allow_null=True, required=False)
+    reused = serializers.BooleanField(allow_null=True, required=False)
+    snapshot_hash = serializers.CharField(allow_null=True, required=False)
+    items = FeedbackItemSerializer(many=True, required=False)
+    next_step = serializers.CharField(allow_null=True, allow_blank=True, required=False)
+    total_items = serializers.IntegerField(required=False)
+    omitted_count = serializers.IntegerField(required=False)
+    truncated_fields = serializers.ListField(child=serializers.CharField(), required=False)
+
+
+class RecalledLessonsSerializer(serializers.Serializer):
+    recalled = serializers.ListField(child=serializers.DictField())
 
 
 class ContextSerializer(serializers.Serializer):
-    feedback = serializers.JSONField()
+    feedback = FeedbackBlockSerializer()
     messages = ChatMessageSerializer(many=True)
-    lessons = serializers.JSONField()
-    facts = serializers.JSONField()
-    preferences = serializers.JSONField()
-    meta = serializers.JSONField()
+    lessons = RecalledLessonsSerializer()
+    facts = serializers.ListField(child=serializers.DictField())
+    preferences = serializers.ListField(child=serializers.DictField())
+    meta = ContextMetaSerializer()
 
 
 # --- who am I (GET /api/me/) ----------------------------------------------------

@@ -3,19 +3,22 @@
 from __future__ import annotations
 
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from tutor.context import assemble_context
 from tutor.models import TutorMessage
+from tutor.openapi import conflict, unavailable
 from tutor.pagination import SeqCursorPagination
 from tutor.selectors import earlier_messages, open_session_id, owned_session, student_task
 from tutor.serializers import (
+    ContextBodySerializer,
     ContextQuerySerializer,
     ContextSerializer,
     ExchangeSerializer,
+    HistoryMessageSerializer,
     MessageCreateSerializer,
     MessageSerializer,
     SessionOpenSerializer,
@@ -29,7 +32,14 @@ class SessionOpenView(APIView):
     throttle_classes = [WriteThrottle]
     throttle_scope = "messages"
 
-    @extend_schema(request=SessionOpenSerializer, responses={200: SessionSerializer, 201: SessionSerializer})
+    @extend_schema(
+        request=SessionOpenSerializer,
+        responses={
+            200: SessionSerializer,
+            201: SessionSerializer,
+            409: conflict("Another request is creating the session; try again."),
+        },
+    )
     def post(self, request):
         """The open session for the task (created if none); ``new`` archives it and starts another."""
         serializer = SessionOpenSerializer(data=request.data)
@@ -48,21 +58,24 @@ class MessagePagination(SeqCursorPagination):
 class SessionMessagesView(APIView):
     throttle_classes = [WriteThrottle]
     throttle_scope = "messages"
+    # Read by the schema generator too: GET is documented as the paginated
+    # {next, previous, results} with its cursor parameters.
+    pagination_class = MessagePagination
 
-    @extend_schema(responses={200: MessageSerializer(many=True)})
+    @extend_schema(responses={200: HistoryMessageSerializer(many=True)})
     def get(self, request, session_id):
-        """The session's history, oldest first."""
+        """The session's history, oldest first; a forged ``cursor`` is a 400."""
         session = owned_session(request.user, session_id)
-        paginator = MessagePagination()
+        paginator = self.pagination_class()
         page = paginator.paginate_queryset(TutorMessage.objects.filter(session=session), request, view=self)
-        return paginator.get_paginated_response(MessageSerializer(page, many=True).data)
+        return paginator.get_paginated_response(HistoryMessageSerializer(page, many=True).data)
 
     @extend_schema(
         request=MessageCreateSerializer,
         responses={
             201: ExchangeSerializer,
-            409: OpenApiResponse(description="A reply is still pending, or the session is archived."),
-            503: OpenApiResponse(description="The model is unavailable; the message is kept."),
+            409: conflict("A reply is still pending, or the session is archived."),
+            503: unavailable("The model is unavailable; the message is kept."),
         },
     )
     def post(self, request, session_id):
@@ -85,6 +98,9 @@ class SessionMessagesView(APIView):
 
 
 class ContextView(APIView):
+    """The context a message would be sent with, without calling the model
+    and without side effects (no session is created, nothing is counted)."""
+
     @extend_schema(
         parameters=[
             OpenApiParameter("task", OpenApiTypes.UUID, required=True),
@@ -93,12 +109,23 @@ class ContextView(APIView):
         responses={200: ContextSerializer},
     )
     def get(self, request):
-        """The context a message would be sent with, without calling the model
-        and without side effects (no session is created)."""
+        """The preview for ``?task=&message=``."""
         query = ContextQuerySerializer(data=request.query_params)
         query.is_valid(raise_exception=True)
-        task = student_task(request.user, query.validated_data["task"])
-        message = query.validated_data.get("message")
+        return self._preview(request, query.validated_data["task"], query.validated_data.get("message"))
+
+    @extend_schema(request=ContextBodySerializer, responses={200: ContextSerializer})
+    def post(self, request):
+        """The same preview with the draft in the body (SPEC §4): a long
+        draft does not fit a URL, and a URL lands in access logs. An empty
+        or null ``message`` previews without one, like an empty query value."""
+        body = ContextBodySerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        return self._preview(request, body.validated_data["task"], body.validated_data.get("message") or None)
+
+    @staticmethod
+    def _preview(request, task_id, message: str | None) -> Response:
+        task = student_task(request.user, task_id)
         session_id = open_session_id(request.user, task)
         context = assemble_context(
             student=request.user,

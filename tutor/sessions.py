@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 from django.conf import settings
-from django.db import IntegrityError, transaction
+from django.db import DatabaseError, IntegrityError, transaction
 from django.db.models import Q
 from django.utils import timezone
 
@@ -24,9 +24,6 @@ from tutor.signals import user_message_handled
 
 log = logging.getLogger(__name__)
 
-# A reply still pending after this long belongs to a process that died; the
-# session accepts a new message again. Well above the model's worst case.
-REPLY_PENDING_EXPIRY_SECONDS = 600
 TUTOR_UNAVAILABLE_MESSAGE = (
     "The tutor is unavailable right now. Your message was saved; please try again in a moment."
 )
@@ -71,20 +68,37 @@ class Exchange:
     context: AssembledContext
 
 
-def _claim(session: TutorSession) -> None:
+def reply_claim_expiry():
+    """Claims older than this belong to no running request (SPEC §4): the
+    request that took one ends within ``TUTOR_REQUEST_BUDGET`` -- its model
+    call cannot take longer, and the web server's worker timeout, which is
+    longer still, kills it otherwise. A web worker killed meanwhile leaves
+    its claim behind; after the budget the session takes messages again."""
+    return timezone.now() - timedelta(seconds=settings.TUTOR_REQUEST_BUDGET)
+
+
+def _claim(session: TutorSession):
+    """Take the session's reply slot; returns the claim's time, which is also
+    its token: only the request holding it may store the reply or release it."""
     now = timezone.now()
-    expired = now - timedelta(
-        seconds=getattr(settings, "REPLY_PENDING_EXPIRY_SECONDS", REPLY_PENDING_EXPIRY_SECONDS)
-    )
     claimed = (
         TutorSession.objects.filter(pk=session.pk, archived=False)
-        .filter(Q(reply_pending_since__isnull=True) | Q(reply_pending_since__lt=expired))
+        .filter(Q(reply_pending_since__isnull=True) | Q(reply_pending_since__lt=reply_claim_expiry()))
         .update(reply_pending_since=now)
     )
     if claimed != 1:
         if session.archived:
             raise SessionArchived("this session is archived; open a new one")
         raise SessionBusy("a reply to your previous message is still being written")
+    return now
+
+
+def sessions_release_stale(*, now=None) -> int:
+    """Release every reply claim older than the tutor request budget (the
+    periodic sweep's part of SPEC §4; the next message to such a session
+    would take the claim over anyway). Returns how many were released."""
+    cutoff = (now or timezone.now()) - timedelta(seconds=settings.TUTOR_REQUEST_BUDGET)
+    return TutorSession.objects.filter(reply_pending_since__lt=cutoff).update(reply_pending_since=None)
 
 
 def message_send(*, session: TutorSession, content: str, correlation_id: str) -> Exchange:
@@ -92,22 +106,30 @@ def message_send(*, session: TutorSession, content: str, correlation_id: str) ->
     then apply the effects of the send (``message_after_send``).
 
     Raises SessionBusy/SessionArchived before storing anything, and
-    TutorUnavailable after storing the user message (which is kept). The
-    session's ``task`` must come with ``course`` and ``current_rubric``.
+    TutorUnavailable after storing the user message (which is kept) -- also
+    when the reply cannot be stored, or when this request outlived its
+    budget and another one took the session over. The session's ``task``
+    must come with ``course`` and ``current_rubric``.
     """
-    _claim(session)
+    claim = _claim(session)
+    ours = TutorSession.objects.filter(pk=session.pk, reply_pending_since=claim)
     released = False
     user_message = None
     try:
         # Read under the claim, not from the caller's copy: another request may
         # have stored an exchange between loading this session and claiming it.
         position = TutorSession.objects.values_list("message_count", flat=True).get(pk=session.pk) + 1
-        with transaction.atomic():
-            user_message = TutorMessage.objects.create(
-                session=session, position=position, role=TutorMessage.Role.USER,
-                content=content, correlation_id=correlation_id,
-            )  # fmt: skip
-            TutorSession.objects.filter(pk=session.pk).update(message_count=position)
+        try:
+            with transaction.atomic():
+                user_message = TutorMessage.objects.create(
+                    session=session, position=position, role=TutorMessage.Role.USER,
+                    content=content, correlation_id=correlation_id,
+                )  # fmt: skip
+                TutorSession.objects.filter(pk=session.pk).update(message_count=position)
+        except IntegrityError:
+            # The position was taken meanwhile: a request that outlived its
+            # claim stored an exchange after all.
+            raise SessionBusy("a reply to your previous message is still being written") from None
         context = assemble_context(
             student=session.student,
             task=session.task,
@@ -123,22 +145,39 @@ def message_send(*, session: TutorSession, content: str, correlation_id: str) ->
         except llm.ModelError as exc:
             log.warning("tutor model unavailable for session %s: %s", session.pk, exc)
             raise TutorUnavailable() from None
-        with transaction.atomic():
-            reply = TutorMessage.objects.create(
-                session=session, position=position + 1, role=TutorMessage.Role.ASSISTANT,
-                content=text, correlation_id=correlation_id, context_meta=context.meta,
-            )  # fmt: skip
-            TutorSession.objects.filter(pk=session.pk).update(
-                message_count=position + 1, reply_pending_since=None
-            )
+        reply = _store_reply(session, ours, position + 1, text, correlation_id, context)
         released = True
         message_after_send(session=session, user_message=user_message, reply=reply, context=context)
         return Exchange(user_message=user_message, reply=reply, context=context)
     finally:
         if not released:
-            TutorSession.objects.filter(pk=session.pk).update(reply_pending_since=None)
+            ours.update(reply_pending_since=None)
             if user_message is not None:
                 message_after_send(session=session, user_message=user_message, reply=None, context=None)
+
+
+class _ClaimLost(Exception):
+    pass
+
+
+def _store_reply(session, ours, position: int, text: str, correlation_id: str, context) -> TutorMessage:
+    """Store the reply and release the claim in one transaction -- only
+    while this request still holds the claim. A reply that cannot be stored
+    (the claim was taken over, or the database refuses it) is a 503 like a
+    model outage: the student's message is kept and they can send again."""
+    try:
+        with transaction.atomic():
+            if ours.update(message_count=position, reply_pending_since=None) != 1:
+                raise _ClaimLost
+            return TutorMessage.objects.create(
+                session=session, position=position, role=TutorMessage.Role.ASSISTANT,
+                content=text, correlation_id=correlation_id, context_meta=context.meta,
+            )  # fmt: skip
+    except _ClaimLost:
+        log.warning("session %s: the reply outlived its claim and was dropped", session.pk)
+    except DatabaseError:
+        log.exception("session %s: the reply could not be stored", session.pk)
+    raise TutorUnavailable()
 
 
 def _reply_text(session: TutorSession, context: AssembledContext, content: str, correlation_id: str) -> str:

@@ -7,6 +7,7 @@ validated here so that a bad one stops start-up with a message naming it.
 
 from __future__ import annotations
 
+import math
 import secrets
 from pathlib import Path
 
@@ -14,6 +15,7 @@ import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
 from tutor.env import env_bool, env_int, env_list, env_number, env_rate, env_str, env_url
+from tutor.logs import logging_config
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -40,6 +42,7 @@ INSTALLED_APPS = [
     "rest_framework.authtoken",
     "django_filters",
     "drf_spectacular",
+    "drf_spectacular_sidecar",  # Swagger UI's files, served locally (works offline)
     "drf_standardized_errors",
     "tutor",
     "feedback",
@@ -49,17 +52,27 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # First, so that every response -- also one made by a middleware below --
+    # carries X-Correlation-ID and every line logged on the way has the id.
+    "tutor.correlation.CorrelationIdMiddleware",
     "django.middleware.security.SecurityMiddleware",
+    "tutor.static_serving.StaticFilesMiddleware",
+    # Before CommonMiddleware: a path answers the same with or without its
+    # trailing slash, never with a redirect (SPEC §7).
+    "tutor.slashes.TrailingSlashMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
-    "tutor.correlation.CorrelationIdMiddleware",
     # --- LMS integration (LTI 1.3): lets the LMS frame the tool when LTI_FRAME_ANCESTORS is set ---
     "tutor.lti.middleware.FrameAncestorsMiddleware",
 ]
+# A redirect of a POST loses its body (clients re-send it as a GET), and
+# under DEBUG Django answers it with an HTML 500: tutor.slashes resolves the
+# other spelling of the path in place instead.
+APPEND_SLASH = False
 
 ROOT_URLCONF = "tutor.urls"
 WSGI_APPLICATION = "tutor.wsgi.application"
@@ -127,7 +140,6 @@ REVIEW_SOFT_TIME_LIMIT = env_int("REVIEW_SOFT_TIME_LIMIT", 360, minimum=1)
 REVIEW_HARD_TIME_LIMIT = env_int("REVIEW_HARD_TIME_LIMIT", 420, minimum=1)
 CELERY_VISIBILITY_TIMEOUT = env_int("CELERY_VISIBILITY_TIMEOUT", 3600, minimum=1)
 REVIEW_SWEEP_INTERVAL = env_int("REVIEW_SWEEP_INTERVAL", 60, minimum=1)
-REVIEW_QUEUED_REDISPATCH_AFTER = env_int("REVIEW_QUEUED_REDISPATCH_AFTER", 120, minimum=1)
 MODEL_CALL_RETENTION_DAYS = env_int("MODEL_CALL_RETENTION_DAYS", 90, minimum=1)
 # Model-staff agreement (review-agreement): a criterion whose model verdicts
 # staff agree with less often than the floor, over at least the minimum number
@@ -154,6 +166,30 @@ if not REVIEW_SOFT_TIME_LIMIT < REVIEW_HARD_TIME_LIMIT:
 if not REVIEW_HARD_TIME_LIMIT < CELERY_VISIBILITY_TIMEOUT:
     raise ImproperlyConfigured("CELERY_VISIBILITY_TIMEOUT must be greater than REVIEW_HARD_TIME_LIMIT")
 
+# --- web request budget (SPEC §4, §10 Production) -----------------------------
+# A tutor turn makes one model call inside the web request. Its worst case
+# (every try timing out, plus the backoff) and the request's own work is the
+# tutor request budget; the web server's worker timeout must exceed it, or a
+# hung model ends as the web server's own HTML 500 instead of the JSON 503.
+# A pending reply older than the budget belongs to a request that no longer
+# runs (tutor.sessions). In the embedded mode (no REDIS_URL) the review runs
+# eagerly inside the submitting request, so the web budget covers it too.
+TUTOR_REQUEST_OVERHEAD = 10  # seconds: context assembly and the writes around the model call
+_worst_model_call = (TUTOR_LLM_RETRIES + 1) * TUTOR_LLM_TIMEOUT + sum(
+    TUTOR_LLM_BACKOFF * 2**i for i in range(TUTOR_LLM_RETRIES)
+)
+TUTOR_REQUEST_BUDGET = _worst_model_call + TUTOR_REQUEST_OVERHEAD
+WEB_REQUEST_BUDGET = (
+    TUTOR_REQUEST_BUDGET if REDIS_URL else max(TUTOR_REQUEST_BUDGET, _worst_review + TUTOR_REQUEST_OVERHEAD)
+)
+WEB_TIMEOUT = env_int("WEB_TIMEOUT", math.ceil(WEB_REQUEST_BUDGET) + 30, minimum=1)
+if not WEB_REQUEST_BUDGET < WEB_TIMEOUT:
+    raise ImproperlyConfigured(
+        f"WEB_TIMEOUT ({WEB_TIMEOUT}s) must exceed the worst-case web request {WEB_REQUEST_BUDGET:.0f}s = "
+        "(TUTOR_LLM_RETRIES+1) x TUTOR_LLM_TIMEOUT + backoff + overhead"
+        + ("" if REDIS_URL else ", or an eager review without REDIS_URL")
+    )
+
 CELERY_TASK_ALWAYS_EAGER = REDIS_URL is None
 CELERY_TASK_EAGER_PROPAGATES = False
 CELERY_BROKER_URL = REDIS_URL or "memory://"
@@ -176,6 +212,9 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {
     "interval_max": 0.5,
 }
 CELERY_TASK_PUBLISH_RETRY = False
+# Worker lines go through LOGGING (JSON, with the task's correlation id), not
+# through Celery's own plain-text root handler.
+CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 CELERY_BEAT_SCHEDULE = {
     "sweep-review-attempts": {
         "task": "feedback.tasks.sweep_attempts",
@@ -183,6 +222,11 @@ CELERY_BEAT_SCHEDULE = {
     },
     "purge-model-calls": {"task": "tutor.tasks.purge_model_calls", "schedule": 86400.0},
     "optimize-database": {"task": "tutor.tasks.optimize_database", "schedule": 3600.0},
+    # Reply claims of killed web workers (tutor.sessions.sessions_release_stale).
+    "release-stale-replies": {
+        "task": "tutor.tasks.release_stale_replies",
+        "schedule": float(REVIEW_SWEEP_INTERVAL),
+    },
 }
 
 if REDIS_URL:
@@ -211,7 +255,10 @@ REST_FRAMEWORK = {
     "DEFAULT_PAGINATION_CLASS": "tutor.pagination.DefaultPagination",
     "PAGE_SIZE": 50,
     "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
-    "DEFAULT_SCHEMA_CLASS": "drf_standardized_errors.openapi.AutoSchema",
+    # JSON bodies only (SPEC §7): form and multipart bodies are a 415; the
+    # parser bounds size and nesting and refuses NUL and lone surrogates.
+    "DEFAULT_PARSER_CLASSES": ["tutor.parsers.StrictJSONParser"],
+    "DEFAULT_SCHEMA_CLASS": "tutor.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "drf_standardized_errors.handler.exception_handler",
     "DEFAULT_THROTTLE_RATES": {
         "submissions": TUTOR_THROTTLE_SUBMISSIONS,
@@ -223,6 +270,13 @@ REST_FRAMEWORK = {
 DRF_STANDARDIZED_ERRORS = {
     "ENABLE_IN_DEBUG_FOR_UNHANDLED_EXCEPTIONS": True,
     "EXCEPTION_HANDLER_CLASS": "tutor.errors.ExceptionHandler",
+    # 413 on every operation with a body (the upload limit); 403, 409 and 503
+    # are declared by the operations that can answer them (tutor.openapi).
+    "ALLOWED_ERROR_STATUS_CODES": ["400", "401", "403", "404", "405", "406", "413", "415", "429", "500"],
+    "ERROR_SCHEMAS": {
+        "400": "tutor.openapi.ErrorResponse400Serializer",
+        "413": "tutor.openapi.ErrorResponse413Serializer",
+    },
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "Tutor feedback loop API",
@@ -245,8 +299,26 @@ SPECTACULAR_SETTINGS = {
         "ErrorCode429Enum": "drf_standardized_errors.openapi_serializers.ErrorCode429Enum.choices",
         "ErrorCode500Enum": "drf_standardized_errors.openapi_serializers.ErrorCode500Enum.choices",
         "ErrorCode503Enum": "tutor.errors.ErrorCode503Enum.choices",
+        "ErrorType400Enum": [("validation_error", "validation_error"), ("client_error", "client_error")],
+        "CheckStateEnum": [("ok", "ok"), ("down", "down"), ("not_configured", "not_configured")],
+        "VerdictEnum": "tutor.rubrics.Verdict.choices",
+        "CriterionKindEnum": "tutor.rubrics.CriterionKind.choices",
+        "BasisEnum": "feedback.results.Basis.choices",
+        "AttemptStatusEnum": "feedback.models.AttemptStatus.choices",
+        "FeedbackStateEnum": "feedback.selectors.FeedbackState.choices",
+        "InvalidReasonEnum": "feedback.selectors.InvalidReason.choices",
+        "CiStatusEnum": [("passed", "passed"), ("failed", "failed")],
+        "MessageRoleEnum": [("user", "User"), ("assistant", "Assistant")],
+        "ChatRoleEnum": [("system", "system"), ("user", "user"), ("assistant", "assistant")],
     },
-    "POSTPROCESSING_HOOKS": ["drf_standardized_errors.openapi_hooks.postprocess_schema_enums"],
+    "POSTPROCESSING_HOOKS": [
+        "drf_standardized_errors.openapi_hooks.postprocess_schema_enums",
+        "tutor.openapi.add_links",
+    ],
+    # Swagger UI from the drf-spectacular-sidecar package, not a CDN (SPEC §10).
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
 }
 
 # Evidence may be up to 1 MiB of JSON (SPEC §2); Django's own 2.5 MB cap must
@@ -265,24 +337,18 @@ USE_I18N = True
 USE_TZ = True
 STATIC_URL = "static/"
 STATIC_ROOT = BASE_DIR / "staticfiles"
-
-LOGGING = {
-    "version": 1,
-    "disable_existing_loggers": False,
-    "filters": {"correlation": {"()": "tutor.correlation.CorrelationIdFilter"}},
-    "formatters": {
-        "structured": {"format": "%(asctime)s %(levelname)s %(name)s cid=%(correlation_id)s %(message)s"}
-    },
-    "handlers": {
-        "console": {
-            "class": "logging.StreamHandler",
-            "formatter": "structured",
-            "filters": ["correlation"],
-        }
-    },
-    "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
-    "loggers": {"django.db.backends": {"level": "INFO"}},
+# whitenoise serves the admin's, DRF's and Swagger UI's files under any WSGI
+# server (SPEC §10). From the apps' own static directories, so that no
+# collectstatic step stands between an install and a working admin page;
+# after `collectstatic`, the compressed copies in STATIC_ROOT are served too.
+WHITENOISE_USE_FINDERS = True
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
 }
+
+# One JSON object per line with the correlation id (tutor.logs, SPEC §10).
+LOGGING = logging_config(env_str("LOG_LEVEL", "INFO"))
 
 # --- corrections (SPEC §5) ------------------------------------------------------
 # Routing thresholds, topic matching, injection budgets, fact TTL, case lease and

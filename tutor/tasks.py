@@ -15,3 +15,10 @@ def optimize_database() -> bool:
     from tutor.maintenance import database_optimize
 
     return database_optimize()
+
+
+@shared_task(name="tutor.tasks.release_stale_replies")
+def release_stale_replies() -> int:
+    from tutor.sessions import sessions_release_stale
+
+    return sessions_release_stale()

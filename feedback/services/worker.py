@@ -68,9 +68,13 @@ def attempt_failed(
     error_code: str,
     detail: str = "",
     generation_attempts: int = 0,
+    result: dict | None = None,
 ) -> bool:
-    """End an attempt ``unavailable`` or ``invalid`` -- never a student FAIL."""
+    """End an attempt ``unavailable`` or ``invalid`` -- never a student FAIL.
+    ``result`` is the partial record an unavailable review keeps (its
+    machine checks' verdicts, ``overall`` null; SPEC §2)."""
     assert status in (AttemptStatus.UNAVAILABLE, AttemptStatus.INVALID)
+    assert result is None or (status == AttemptStatus.UNAVAILABLE and result["overall"] is None)
     return _finish(
         attempt_id,
         claim,
@@ -78,34 +82,50 @@ def attempt_failed(
         error_code=error_code,
         error_detail=detail[:2000],
         generation_attempts=generation_attempts,
+        result=result,
     )
 
 
 def attempts_sweep(*, now=None) -> dict[str, int]:
     """Keep every attempt moving to exactly one terminal state (SPEC §2).
 
-    - ``queued`` longer than ``REVIEW_QUEUED_REDISPATCH_AFTER`` since its last
-      dispatch: the broker may have been down -- dispatch again;
+    - ``queued`` and dispatched longer than ``CELERY_VISIBILITY_TIMEOUT``
+      ago: the broker cannot still hold its task -- dispatch it again. A
+      failed publish moved ``dispatched_at`` back by that timeout
+      (``attempt_dispatch``), so such an attempt goes at the next sweep; a
+      published one merely waiting in a backed-up queue is left alone.
+      Attempts never dispatched (``dispatched_at`` null) are not this
+      sweep's to send.
     - ``running`` with a claim older than the hard time limit: its worker died.
       The first time it goes back to ``queued``; the second time it ends
       ``unavailable`` with ``WORKER_LOST``.
+
+    Both scans are served by the partial indexes ``attempt_queued_dispatch_idx``
+    and ``attempt_running_claim_idx``.
     """
     now = now or timezone.now()
     counts = {"redispatched": 0, "requeued": 0, "worker_lost": 0}
-    stale_dispatch = now - timedelta(seconds=settings.REVIEW_QUEUED_REDISPATCH_AFTER)
-    for attempt_id in ReviewAttempt.objects.filter(
-        status=AttemptStatus.QUEUED, dispatched_at__lt=stale_dispatch
-    ).values_list("id", flat=True)[:1000]:
+    broker_forgot = now - timedelta(seconds=settings.CELERY_VISIBILITY_TIMEOUT)
+    # Oldest first, in the index's own order: the model's default ordering
+    # (attempt_seq) would make the database walk another index instead.
+    for attempt_id in (
+        ReviewAttempt.objects.filter(status=AttemptStatus.QUEUED, dispatched_at__lt=broker_forgot)
+        .order_by("dispatched_at")
+        .values_list("id", flat=True)[:1000]
+    ):
+        # Claim the re-send: two sweeps at once send it once.
         if ReviewAttempt.objects.filter(
-            pk=attempt_id, status=AttemptStatus.QUEUED, dispatched_at__lt=stale_dispatch
+            pk=attempt_id, status=AttemptStatus.QUEUED, dispatched_at__lt=broker_forgot
         ).update(dispatched_at=now):
             attempt_dispatch(attempt_id)
             counts["redispatched"] += 1
 
     lost_before = now - timedelta(seconds=settings.REVIEW_HARD_TIME_LIMIT)
-    for attempt_id, claim, lost_count in ReviewAttempt.objects.filter(
-        status=AttemptStatus.RUNNING, claimed_at__lt=lost_before
-    ).values_list("id", "claim", "lost_count")[:1000]:
+    for attempt_id, claim, lost_count in (
+        ReviewAttempt.objects.filter(status=AttemptStatus.RUNNING, claimed_at__lt=lost_before)
+        .order_by("claimed_at")
+        .values_list("id", "claim", "lost_count")[:1000]
+    ):
         running = ReviewAttempt.objects.filter(pk=attempt_id, status=AttemptStatus.RUNNING, claim=claim)
         if lost_count == 0:
             if running.update(

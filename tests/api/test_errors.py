@@ -24,7 +24,7 @@ NOT_FOUND = {
 }
 
 
-@pytest.mark.parametrize("path", ["/api/nope/", "/nope", "/api/", "/api/tasks/1/extra/", "/healthz/"])
+@pytest.mark.parametrize("path", ["/api/nope/", "/nope", "/api/", "/api/tasks/1/extra/", "/healthz//"])
 def test_unrouted_path_is_a_json_404(db, path):
     response = Client().get(path)
 

@@ -28,7 +28,12 @@ def test_embedded_default_is_ok_with_broker_and_worker_not_configured(db, embedd
     assert response.status_code == 200
     assert response.json() == {
         "status": "ok",
-        "checks": {"database": "ok", "broker": "not_configured", "worker": "not_configured"},
+        "checks": {
+            "database": "ok",
+            "broker": "not_configured",
+            "worker": "not_configured",
+            "model": "not_configured",
+        },
     }
 
 
@@ -38,7 +43,7 @@ def test_unreachable_broker_is_503_degraded_with_broker_and_worker_down(db, dead
     assert response.status_code == 503
     assert response.json() == {
         "status": "degraded",
-        "checks": {"database": "ok", "broker": "down", "worker": "down"},
+        "checks": {"database": "ok", "broker": "down", "worker": "down", "model": "not_configured"},
     }
 
 
@@ -63,7 +68,12 @@ def test_unreachable_database_is_503_with_database_down(db, embedded, monkeypatc
     assert response.status_code == 503
     assert response.json() == {
         "status": "degraded",
-        "checks": {"database": "down", "broker": "not_configured", "worker": "not_configured"},
+        "checks": {
+            "database": "down",
+            "broker": "not_configured",
+            "worker": "not_configured",
+            "model": "not_configured",
+        },
     }
 
 
@@ -75,7 +85,7 @@ def test_broker_up_without_a_worker_reports_worker_down(db, settings, monkeypatc
 
     report = health.health_report()
 
-    assert report["checks"] == {"database": "ok", "broker": "ok", "worker": "down"}
+    assert report["checks"] == {"database": "ok", "broker": "ok", "worker": "down", "model": "not_configured"}
     assert report["status"] == "degraded"
 
 

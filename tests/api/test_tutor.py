@@ -483,3 +483,20 @@ def test_history_pages_by_position_without_gaps(task, student_client):
         url = page["next"]
 
     assert seen == [f"m{p}" for p in range(1, 61)]
+
+
+def test_history_shows_a_context_meta_stored_by_an_earlier_release(task, student_client):
+    """Messages stored before a section existed lack its keys: the history
+    shows them with those lists empty, never an error."""
+    session_id = session_id_for(student_client, task)
+    TutorMessage.objects.create(
+        session_id=session_id, position=1, role="assistant", content="old reply",
+        context_meta={"correlation_id": "old", "feedback_state": "none", "feedback_rubric_ids": []},
+    )  # fmt: skip
+
+    response = student_client.get(messages_url(session_id))
+
+    assert response.status_code == 200
+    (message,) = response.json()["results"]
+    assert message["context_meta"]["feedback_state"] == "none"
+    assert message["context_meta"]["memory_ids"] == [] and message["context_meta"]["lesson_ids"] == []

@@ -33,6 +33,34 @@ def verdict_reply(status: str = "PASS", rubric_id: str = "A3", next_step: str = 
     )
 
 
+# What an unavailable review of evidence() keeps: the CI claim and the
+# machine check, neither the model's criterion (A3) nor the unchecked one (L1).
+MACHINE_ONLY_RESULT = {
+    "overall": None,
+    "criteria": [
+        {
+            "rubric_id": "A1",
+            "criterion": "CI passes",
+            "kind": "acceptance",
+            "status": "PASS",
+            "reason": "CI passed",
+            "evidence": "3 passing",
+            "basis": "self_report",
+        },
+        {
+            "rubric_id": "A2",
+            "criterion": "Report names first and undefined",
+            "kind": "acceptance",
+            "status": "PASS",
+            "reason": "the report mentions first, undefined",
+            "evidence": "first, undefined",
+            "basis": "check",
+        },
+    ],
+    "next_step": "",
+}
+
+
 def review(student, task, evidence: dict, ci_source: str = "student") -> ReviewAttempt:
     """Store a submission and let its first attempt run after the commit."""
     with TestCase.captureOnCommitCallbacks(execute=True):
@@ -170,7 +198,8 @@ def test_provider_502_is_retried_then_unavailable(fake_llm, settings, student, t
     assert len(fake_llm.requests) == 1 + settings.TUTOR_LLM_RETRIES
     assert attempt.status == AttemptStatus.UNAVAILABLE
     assert attempt.error_code == ErrorCode.REVIEW_UNAVAILABLE
-    assert attempt.result is None
+    # SPEC §2: the machine checks' verdicts stay in the record, overall null.
+    assert attempt.result == MACHINE_ONLY_RESULT
     calls = ModelCall.objects.all()
     assert len(calls) == 1 + settings.TUTOR_LLM_RETRIES
     assert {(c.status, c.http_status) for c in calls} == {(ModelCall.Status.HTTP_ERROR, 502)}
@@ -226,7 +255,7 @@ def test_provider_401_is_config_error_without_retry(fake_llm, student, task):
     assert len(fake_llm.requests) == 1
     assert attempt.status == AttemptStatus.UNAVAILABLE
     assert attempt.error_code == ErrorCode.REVIEW_CONFIG_ERROR
-    assert attempt.result is None
+    assert attempt.result == MACHINE_ONLY_RESULT
     call = ModelCall.objects.get()
     assert call.http_status == 401
 

@@ -395,10 +395,10 @@ def dispatched(monkeypatch):
     return sent
 
 
-def test_sweep_redispatches_queued_attempts_after_the_delay(settings, student, task, offline):
+def test_sweep_redispatches_queued_attempts_the_broker_cannot_hold_any_more(settings, student, task, offline):
     stuck = only_attempt(store(student, task))
     now = timezone.now()
-    after = now + timedelta(seconds=settings.REVIEW_QUEUED_REDISPATCH_AFTER + 1)
+    after = now + timedelta(seconds=settings.CELERY_VISIBILITY_TIMEOUT + 1)
 
     assert attempts_sweep(now=now)["redispatched"] == 0
     counts = attempts_sweep(now=after)
@@ -410,7 +410,7 @@ def test_sweep_redispatches_queued_attempts_after_the_delay(settings, student, t
 
 def test_sweep_does_not_redispatch_the_same_attempt_twice_in_one_window(settings, student, task, dispatched):
     attempt = only_attempt(store(student, task))
-    after = timezone.now() + timedelta(seconds=settings.REVIEW_QUEUED_REDISPATCH_AFTER + 1)
+    after = timezone.now() + timedelta(seconds=settings.CELERY_VISIBILITY_TIMEOUT + 1)
 
     attempts_sweep(now=after)
     attempts_sweep(now=after)
@@ -462,9 +462,7 @@ def test_sweep_survives_a_broker_outage(settings, student, task, monkeypatch):
     monkeypatch.setattr(review_attempt, "delay", broker_down)
     attempt = only_attempt(store(student, task))
 
-    counts = attempts_sweep(
-        now=timezone.now() + timedelta(seconds=settings.REVIEW_QUEUED_REDISPATCH_AFTER + 1)
-    )
+    counts = attempts_sweep(now=timezone.now() + timedelta(seconds=settings.CELERY_VISIBILITY_TIMEOUT + 1))
 
     assert counts["redispatched"] == 1
     assert ReviewAttempt.objects.get(pk=attempt.pk).status == AttemptStatus.QUEUED  # still the outbox
@@ -472,7 +470,7 @@ def test_sweep_survives_a_broker_outage(settings, student, task, monkeypatch):
 
 def test_sweep_reviews_command_prints_counts(settings, student, task, dispatched):
     attempt = only_attempt(store(student, task))
-    long_ago = timezone.now() - timedelta(seconds=settings.REVIEW_QUEUED_REDISPATCH_AFTER + 5)
+    long_ago = timezone.now() - timedelta(seconds=settings.CELERY_VISIBILITY_TIMEOUT + 5)
     ReviewAttempt.objects.filter(pk=attempt.pk).update(dispatched_at=long_ago)
     out = StringIO()
 

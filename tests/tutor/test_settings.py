@@ -42,6 +42,10 @@ SETTINGS_VARIABLES = (
     "REVIEW_AGREEMENT_MIN_VERDICTS",
     "DATABASE_CONN_MAX_AGE",
     "LOG_LEVEL",
+    "WEB_TIMEOUT",
+    "WEB_BIND",
+    "WEB_CONCURRENCY",
+    "WEB_THREADS",
 )
 
 SETUP = "import django; django.setup()"

@@ -271,11 +271,13 @@ def test_hanging_provider_ends_attempt_unavailable_within_the_limits(
 
     # TUTOR_LLM_TIMEOUT=1 with no retries: the transport error is not a repair
     # loop outcome, so there is no second generation, and no student FAIL.
-    assert (final["status"], final["error_code"], final["result"]) == (
-        "unavailable",
-        "REVIEW_UNAVAILABLE",
-        None,
-    )
+    assert (final["status"], final["error_code"]) == ("unavailable", "REVIEW_UNAVAILABLE")
+    # The machine checks it ran stay in the record, with no overall verdict (SPEC §2).
+    assert final["result"]["overall"] is None
+    assert [(c["rubric_id"], c["basis"]) for c in final["result"]["criteria"]] == [
+        ("A1", "self_report"),
+        ("A2", "check"),
+    ]
     assert len(fake_llm.requests) == 1
     assert time.monotonic() - started < settings.REVIEW_HARD_TIME_LIMIT + 5
 
@@ -325,21 +327,24 @@ def test_healthz_follows_the_broker_and_the_worker(celery_worker, redis_server):
 
     response = client.get("/healthz")
     assert response.status_code == 200, response.content
-    assert response.json() == {"status": "ok", "checks": {"database": "ok", "broker": "ok", "worker": "ok"}}
+    assert response.json() == {
+        "status": "ok",
+        "checks": {"database": "ok", "broker": "ok", "worker": "ok", "model": "ok"},
+    }
 
     redis_server.stop()
     response = client.get("/healthz")
     assert response.status_code == 503, response.content
     assert response.json() == {
         "status": "degraded",
-        "checks": {"database": "ok", "broker": "down", "worker": "down"},
+        "checks": {"database": "ok", "broker": "down", "worker": "down", "model": "ok"},
     }
 
     redis_server.start()
     celery_worker.wait_ready(timeout=60)
     response = client.get("/healthz")
     assert response.status_code == 200, response.content
-    assert response.json()["checks"] == {"database": "ok", "broker": "ok", "worker": "ok"}
+    assert response.json()["checks"] == {"database": "ok", "broker": "ok", "worker": "ok", "model": "ok"}
 
 
 def test_healthz_reports_a_missing_worker_as_down(celery_worker):
@@ -348,7 +353,7 @@ def test_healthz_reports_a_missing_worker_as_down(celery_worker):
     response = APIClient().get("/healthz")
 
     assert response.status_code == 503, response.content
-    assert response.json()["checks"] == {"database": "ok", "broker": "ok", "worker": "down"}
+    assert response.json()["checks"] == {"database": "ok", "broker": "ok", "worker": "down", "model": "ok"}
 
 
 def test_duplicate_delivery_changes_nothing_after_the_first_terminal_write(

@@ -15,13 +15,14 @@ from dataclasses import dataclass
 
 from django.contrib.auth import get_user_model
 from django.contrib.auth.hashers import make_password
-from django.db import connection, transaction
+from django.db import transaction
 from django.utils import timezone
 
 from corrections.bench import FactsSeeder, MemoriesSeeder
-from feedback.evidence import snapshot_hash
+from feedback.evidence import evidence_summary, snapshot_hash
 from feedback.models import AttemptStatus, CiSource, ErrorCode, ReviewAttempt, Submission
 from feedback.results import Basis, aggregate_overall
+from feedback.services.retention import attempts_purge
 from feedback.services.sequences import next_seq
 from feedback.versions import current_versions
 from tutor.models import Course, Enrollment, Task, TutorMessage, TutorSession
@@ -99,21 +100,6 @@ class Bench:
             .order_by("user__username")
             .values_list("user_id", flat=True)
         )
-
-
-def delete_by_submission(model, column: str, submission_ids: list) -> None:
-    """DELETE the rows whose ``column`` holds one of ``submission_ids``.
-
-    Not through the ORM: its collector refuses to delete a submission whose
-    ``next`` (PROTECT) is in the same batch. Foreign keys are checked at
-    commit, when both are gone.
-    """
-    values = [Submission._meta.pk.get_db_prep_value(pk, connection) for pk in submission_ids]
-    table, col = connection.ops.quote_name(model._meta.db_table), connection.ops.quote_name(column)
-    placeholders = ", ".join(["%s"] * len(values))
-    with connection.cursor() as cursor:
-        # Identifiers come from model metadata; the values are parameters.
-        cursor.execute(f"DELETE FROM {table} WHERE {col} IN ({placeholders})", values)  # noqa: S608
 
 
 # --- seeders: size (the option they answer), count, seed, delete ------------------
@@ -219,6 +205,7 @@ class SubmissionsSeeder:
             task=task,
             previous_id=previous,
             evidence=evidence,
+            evidence_summary=evidence_summary(evidence),  # bulk_create skips Submission.save()
             snapshot_hash=snapshot_hash(evidence),
             ci_source=CiSource.STUDENT,
             submitted_by_id=student_id,
@@ -236,9 +223,8 @@ class SubmissionsSeeder:
             )
             if not ids:
                 return
-            with transaction.atomic():
-                delete_by_submission(ReviewAttempt, "submission_id", ids)
-                delete_by_submission(Submission, "id", ids)
+            # Terminal attempts are deleted only through the audited purge (SPEC §2).
+            attempts_purge(submission_ids=ids, reason="bench_context cleanup", course=course)
             done += len(ids)
             progress.update(done)
 
