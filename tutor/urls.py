@@ -4,6 +4,7 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 from rest_framework.routers import DefaultRouter
 
 from feedback import api as feedback_api
+from lessons import urls as lessons_urls
 from tutor import session_views, views
 
 router = DefaultRouter(trailing_slash=True, use_regex_path=False)
@@ -14,6 +15,7 @@ router.register("courses", views.CourseViewSet, basename="course")
 router.register("tasks", views.TaskViewSet, basename="task")
 router.register("submissions", feedback_api.SubmissionViewSet, basename="submission")
 router.register("review-attempts", feedback_api.ReviewAttemptViewSet, basename="review-attempt")
+lessons_urls.register(router)
 
 urlpatterns = [
     path("admin/", admin.site.urls),
