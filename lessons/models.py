@@ -120,8 +120,9 @@ class Lesson(models.Model):
             models.Index(fields=["course", "status", "review_by"], name="lesson_scope_status_idx"),
             # admin and API queues: pending / quarantined, oldest first
             models.Index(fields=["status", "created_at"], name="lesson_queue_idx"),
-            # near-duplicate check: lessons whose shingle count allows Jaccard >= 0.8
-            models.Index(fields=["course", "shingle_count"], name="lesson_duplicate_idx"),
+            # near-duplicate check: lessons whose shingle count allows Jaccard >= 0.8, then
+            # their course (not leading: the recall counts must take lesson_scope_status_idx)
+            models.Index(fields=["shingle_count", "course"], name="lesson_duplicate_idx"),
         ]
         constraints = [
             models.CheckConstraint(condition=Q(status__in=LessonStatus.values), name="lesson_status_valid"),
@@ -181,17 +182,18 @@ class LessonKey(models.Model):
     kind = models.CharField(max_length=8, choices=Kind.choices)
     value = models.CharField(max_length=SYMPTOM_MAX_CHARS)
     # Symptoms: the token a text must contain for the phrase to occur in it
-    # (its longest word, or its first CJK character).
+    # (its longest word, or its first CJK character) ...
     anchor = models.CharField(max_length=SYMPTOM_MAX_CHARS, blank=True)
+    # ... and the phrase with its word edges marked (lessons.text.marked): it
+    # occurs in a text exactly when it is a substring of the marked text.
+    marked = models.CharField(max_length=3 * SYMPTOM_MAX_CHARS, blank=True)
 
     class Meta:
         indexes = [
-            # recall with explicit tags/symptoms: kind = … AND value IN (…) AND course
+            # recall: kind = 'tag' (or explicit symptoms) AND value IN (…) AND course
             models.Index(fields=["kind", "value", "course"], name="lessonkey_value_idx"),
-            # recall from a text: symptom anchors found among the text's tokens
-            models.Index(
-                fields=["anchor", "course"], condition=Q(kind="symptom"), name="lessonkey_anchor_idx"
-            ),
+            # recall from a text: kind = 'symptom' AND anchor IN (the text's tokens) AND course
+            models.Index(fields=["kind", "anchor", "course"], name="lessonkey_anchor_idx"),
         ]
         constraints = [
             models.UniqueConstraint(fields=["lesson", "kind", "value"], name="lessonkey_unique"),

@@ -12,7 +12,7 @@ recalled lessons only; the trace -- with the titles of lessons not recalled
 from __future__ import annotations
 
 from lessons.recall import recalled_item
-from lessons.selectors import lessons_recall
+from lessons.selectors import lessons_recall, lessons_stage_totals
 from lessons.services.usage import recall_record
 from lessons.text import render_lesson
 from tutor.fencing import fence
@@ -49,9 +49,13 @@ class LessonsSection(SectionProvider):
     data_key = "lessons"
 
     def build(self, request: ContextRequest) -> Section:
-        # One query (SPEC §10): lessons_recall loads candidates and counts in one statement.
+        # At most one query (SPEC §10), touching only the matching keys' index
+        # entries: the scope's counts are read by a real send only (after_send).
         result = lessons_recall(
-            course_ids=[request.task.course_id], tags=request.task.tags or [], texts=symptom_texts(request)
+            course_ids=[request.task.course_id],
+            tags=request.task.tags or [],
+            texts=symptom_texts(request),
+            with_counts=False,
         )
         text = ""
         if result.recalled:
@@ -71,8 +75,10 @@ class LessonsSection(SectionProvider):
         """The stored trace, hit counts and promotion of a real send."""
         if request.preview or section.state is None:
             return
+        result = section.state
+        totals = lessons_stage_totals(course_ids=[request.task.course_id], today=result.context.today)
         recall_record(
-            result=section.state,
+            result=result.with_totals(totals),
             student=request.student,
             task=request.task,
             session_id=request.session_id,

@@ -23,7 +23,7 @@ its decision instead of listed, like every line beyond ``max_lines``.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import date
 
 from django.conf import settings
@@ -51,6 +51,7 @@ class Decision(models.TextChoices):
 
 
 FILTER_DECISIONS = (Decision.FILTERED_STATUS, Decision.FILTERED_EXPIRED)
+SCORED_DECISIONS = (Decision.FLOOR, Decision.TOP_K, Decision.BUDGET, Decision.RECALLED)
 
 
 @dataclass(frozen=True)
@@ -147,9 +148,26 @@ class RecallResult:
     params: RecallParams
     recalled: list[Scored] = field(default_factory=list)
     lines: list[dict] = field(default_factory=list)
-    counts: dict[str, int] = field(default_factory=dict)
-    omitted: dict[str, int] = field(default_factory=dict)
     used_tokens: int = 0
+    # Decisions of the lessons that could reach the floor (listed or not).
+    reached: dict[str, int] = field(default_factory=dict)
+    # Every lesson's decision and, per decision, those not listed: known with the totals.
+    counts: dict[str, int] | None = None
+    omitted: dict[str, int] | None = None
+
+    def with_totals(self, totals: Totals) -> RecallResult:
+        """Counts for the whole scope: a lesson not among those that could
+        reach the floor was cut by the floor, or filtered at its stage."""
+        reached = self.reached
+        counts = dict(reached)
+        counts[Decision.FLOOR] += max(totals.active - sum(reached[d] for d in SCORED_DECISIONS), 0)
+        counts[Decision.FILTERED_STATUS] = max(totals.other_status, reached[Decision.FILTERED_STATUS])
+        counts[Decision.FILTERED_EXPIRED] = max(totals.expired, reached[Decision.FILTERED_EXPIRED])
+        listed = dict.fromkeys(Decision.values, 0)
+        for line in self.lines:
+            listed[line["decision"]] += 1
+        omitted = {d: counts[d] - listed[d] for d in Decision.values if counts[d] - listed[d] > 0}
+        return replace(self, counts=counts, omitted=omitted)
 
     @property
     def recalled_ids(self) -> list:
@@ -158,7 +176,7 @@ class RecallResult:
     @property
     def cut_relevant(self) -> int:
         """Lessons that passed the floor but were left out (top_k, budget)."""
-        return self.counts.get(Decision.TOP_K, 0) + self.counts.get(Decision.BUDGET, 0)
+        return self.reached.get(Decision.TOP_K, 0) + self.reached.get(Decision.BUDGET, 0)
 
 
 def _share(have: frozenset[str], wanted: tuple[str, ...]) -> float:
@@ -241,20 +259,23 @@ def filtered_line(row: LessonRow, decision: str) -> dict:
     }
 
 
-def recall(rows: list[LessonRow], totals: Totals, ctx: RecallContext, params: RecallParams) -> RecallResult:
+def recall(
+    rows: list[LessonRow], totals: Totals | None, ctx: RecallContext, params: RecallParams
+) -> RecallResult:
     """Recall over ``rows`` (at least every lesson of the scope that can reach
     the floor; more do no harm) of a scope whose stage sizes are ``totals``.
 
     Lines: filtered lessons first (they leave the pipeline first), then the
     scored ones in rank order. Lessons that cannot reach the floor are
-    counted, not listed; beyond ``max_lines`` lines, scored lines are kept
-    first and the rest counted. ``counts`` has every lesson's decision.
+    counted, not listed; beyond ``max_lines`` lines the recalled and then the
+    best scored lines are kept and the rest counted. ``counts`` has every
+    lesson's decision once ``totals`` are known (``RecallResult.with_totals``).
     """
     filtered: list[tuple[LessonRow, str]] = []
     candidates: list[Scored] = []
     for row in rows:
         if not can_reach_floor(row, ctx, params):
-            continue  # counted below, from the totals
+            continue  # counted from the totals
         decision = filter_decision(row, ctx.today)
         if decision is not None:
             filtered.append((row, decision))
@@ -272,30 +293,21 @@ def recall(rows: list[LessonRow], totals: Totals, ctx: RecallContext, params: Re
     room = max(params.max_lines - len(scored_lines), 0)
     filtered.sort(key=lambda pair: str(pair[0].id))
     filtered_lines = [filtered_line(row, decision) for row, decision in filtered[:room]]
-    lines = filtered_lines + scored_lines
 
-    counts = dict.fromkeys(Decision.values, 0)
+    reached = dict.fromkeys(Decision.values, 0)
     for item in candidates:
-        counts[item.decision] += 1
-    listed_status = sum(1 for _, d in filtered if d == Decision.FILTERED_STATUS)
-    listed_expired = len(filtered) - listed_status
-    # Lessons not loaded or unable to reach the floor: their decision follows from the stage they reached.
-    counts[Decision.FLOOR] += max(totals.active - len(candidates), 0)
-    counts[Decision.FILTERED_STATUS] = max(totals.other_status, listed_status)
-    counts[Decision.FILTERED_EXPIRED] = max(totals.expired, listed_expired)
-    listed = dict.fromkeys(Decision.values, 0)
-    for line in lines:
-        listed[line["decision"]] += 1
-    omitted = {d: counts[d] - listed[d] for d in Decision.values if counts[d] - listed[d] > 0}
-    return RecallResult(
+        reached[item.decision] += 1
+    for _, decision in filtered:
+        reached[decision] += 1
+    result = RecallResult(
         context=ctx,
         params=params,
         recalled=recalled,
-        lines=lines,
-        counts=counts,
-        omitted=omitted,
+        lines=filtered_lines + scored_lines,
         used_tokens=used,
+        reached=reached,
     )
+    return result.with_totals(totals) if totals is not None else result
 
 
 def recalled_item(item: Scored) -> dict:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import date
 
 from django.db.models import (
@@ -10,29 +11,34 @@ from django.db.models import (
     Count,
     DateField,
     DateTimeField,
+    F,
     FloatField,
     IntegerField,
     JSONField,
-    Max,
     Q,
     QuerySet,
+    Subquery,
     Sum,
     TextField,
     UUIDField,
     Value,
     When,
 )
+from django.db.models.functions import Coalesce, StrIndex
 from django.utils import timezone
 
 from lessons import access
 from lessons.models import Lesson, LessonKey, LessonStatus, RecalledLesson, RecallTrace, SkillCandidate
 from lessons.recall import LessonRow, RecallContext, RecallParams, RecallResult, Totals, recall
-from lessons.text import jaccard, normalize, phrase_in, text_tokens
+from lessons.text import jaccard, marked, normalize, text_tokens
 
 # Float sums in SQL and in Python may differ in the last bits: the SQL
 # pre-filter lets borderline lessons through, and Python decides exactly.
 _SQL_SLACK = 1e-9
 
+# The one statement's rows: a lesson ("r"), a symptom phrase found in the
+# texts ("p"), or the stage counts ("c"), told apart by the first column.
+_LESSON, _PHRASE, _COUNTS = "r", "p", "c"
 _ROW_FIELDS = (
     "id",
     "title",
@@ -78,95 +84,136 @@ def normalize_list(values) -> tuple[str, ...]:
     return tuple(seen)
 
 
-def _candidate_keys(
-    course_ids,
-    tags: tuple[str, ...],
-    symptoms: tuple[str, ...] | None,
-    anchors: set[str],
-    params: RecallParams,
-):
-    """Ids of the scope's lessons that can reach the floor, as a subquery, or
-    None when no lesson can (nothing to match).
+@dataclass(frozen=True)
+class _Query:
+    """What the statement looks for: explicit symptoms, or a marked text."""
 
-    One row per matching key, grouped by lesson: the tag part is exact (each
-    matching tag is worth ``w_tag/|ctx.tags|``). With explicit symptoms the
-    symptom part is exact too. From a text the context's symptoms are not
-    known yet (they are the phrases found in it), so any lesson with a
-    symptom anchor among the text's tokens is kept, and Python decides.
+    course_ids: object
+    tags: tuple[str, ...]
+    symptoms: tuple[str, ...] | None  # explicit (the preview); None: from the text
+    anchors: tuple[str, ...] = ()
+    haystack: str = ""  # the texts, marked (lessons.text.marked), one per line
+
+
+def _keys_in_text(query: _Query) -> QuerySet:
+    """Symptom keys of the scope whose phrase occurs in the texts: the anchor
+    (an indexed lookup) narrows them, the marked substring test decides --
+    in SQL, exactly as ``lessons.text.phrase_in``."""
+    return (
+        LessonKey.objects.filter(
+            _scope(query.course_ids), kind=LessonKey.Kind.SYMPTOM, anchor__in=query.anchors
+        )
+        .alias(at=StrIndex(Value(query.haystack), F("marked")))
+        .filter(at__gt=0)
+    )
+
+
+def _candidate_ids(query: _Query, params: RecallParams, known: QuerySet | None) -> QuerySet | None:
+    """Ids of the scope's lessons that can reach the floor (a subquery), or
+    None when nothing can match.
+
+    One row per matching key, grouped by lesson, HAVING its tag and symptom
+    parts ≥ floor − W_DECAY: a matching tag is worth W_TAG/|ctx.tags|, a
+    matching symptom W_SYMPTOM/|ctx.symptoms|. From a text, |ctx.symptoms|
+    is the number of distinct phrases of injected lessons found in it -- an
+    uncorrelated scalar subquery, computed once. (A lesson that is not
+    injected may be over-counted by a phrase only it knows: it is then
+    loaded, and filtered; never the reverse.)
     """
-    match = Q()
-    if tags:
-        match |= Q(kind=LessonKey.Kind.TAG, value__in=list(tags))
-    if symptoms:
-        match |= Q(kind=LessonKey.Kind.SYMPTOM, value__in=list(symptoms))
-    if anchors:
-        match |= Q(kind=LessonKey.Kind.SYMPTOM, anchor__in=sorted(anchors))
-    if not match:
-        return None
-    tag_weight = params.w_tag / len(tags) if tags else 0.0
-    symptom_weight = params.w_symptom / len(symptoms) if symptoms else 0.0
-    keys = (
-        LessonKey.objects.filter(_scope(course_ids), match)
-        .values("lesson_id")
-        .annotate(
-            part=Sum(
-                Case(
-                    When(kind=LessonKey.Kind.TAG, then=Value(tag_weight)),
-                    default=Value(symptom_weight),
-                    output_field=FloatField(),
-                )
-            ),
-            anchored=Max(
-                Case(
-                    When(kind=LessonKey.Kind.SYMPTOM, then=Value(1)),
-                    default=Value(0),
-                    output_field=IntegerField(),
-                )
-            ),
+    tag_weight = params.w_tag / len(query.tags) if query.tags else 0.0
+    tag_part = Sum(
+        Case(
+            When(kind=LessonKey.Kind.TAG, then=Value(tag_weight)),
+            default=Value(0.0),
+            output_field=FloatField(),
         )
     )
-    reaches = Q(part__gte=params.reach - _SQL_SLACK)
-    if symptoms is None and anchors:
-        reaches |= Q(anchored=1)
-    return keys.filter(reaches).values("lesson_id")
+    symptom_hits = Sum(
+        Case(
+            When(kind=LessonKey.Kind.SYMPTOM, then=Value(1.0)), default=Value(0.0), output_field=FloatField()
+        )
+    )
+    match = Q(kind=LessonKey.Kind.TAG, value__in=list(query.tags)) if query.tags else Q(pk__in=[])
+    if query.symptoms is not None:
+        if query.symptoms:
+            match |= Q(kind=LessonKey.Kind.SYMPTOM, value__in=list(query.symptoms))
+        symptom_part = Value(params.w_symptom / max(len(query.symptoms), 1)) * symptom_hits
+        keys = LessonKey.objects.filter(_scope(query.course_ids))
+    else:
+        if query.anchors:
+            match |= Q(kind=LessonKey.Kind.SYMPTOM, anchor__in=query.anchors, at__gt=0)
+        found = known.values("kind").annotate(n=Count("value", distinct=True)).values("n")[:1]
+        symptom_part = Coalesce(
+            Value(params.w_symptom) * symptom_hits / Subquery(found, output_field=FloatField()), Value(0.0)
+        )
+        keys = LessonKey.objects.filter(_scope(query.course_ids)).alias(
+            at=StrIndex(Value(query.haystack), F("marked"))
+        )
+    if not query.tags and not (query.symptoms or query.anchors):
+        return None
+    return (
+        keys.filter(match)
+        .values("lesson_id")
+        .annotate(part=tag_part + symptom_part)
+        .filter(part__gte=params.reach - _SQL_SLACK)
+        .values("lesson_id")
+    )
 
 
-def _load(course_ids, keys, today: date, everything: bool) -> tuple[list[tuple], Totals]:
-    """ONE statement: the candidate rows, UNION ALL one row of stage counts
-    over the whole scope (so rows and counts come from one snapshot)."""
-    scope = _scope(course_ids)
-    active = Q(status=LessonStatus.INJECTED, review_by__gte=today)
-    counts = (
-        Lesson.objects.filter(scope)
+def _stage_counts(course_ids, today: date) -> QuerySet:
+    """One row: how many of the scope's lessons are active, expired, or not
+    injected -- an index-only count over ``lesson_scope_status_idx``."""
+    return (
+        Lesson.objects.filter(_scope(course_ids))
         .order_by()
         # Grouped by a constant, which Django leaves out of GROUP BY: one row
         # of counts over the scope, even when it is empty.
         .annotate(one=Value(1))
         .values("one")
         .annotate(
-            n_active=Count("pk", filter=active),
+            n_active=Count("pk", filter=Q(status=LessonStatus.INJECTED, review_by__gte=today)),
             n_expired=Count("pk", filter=Q(status=LessonStatus.INJECTED, review_by__lt=today)),
             n_other=Count("pk", filter=~Q(status=LessonStatus.INJECTED)),
         )
-        .values_list(*_NULL_ROW, "n_active", "n_expired", "n_other")
     )
-    if everything:
-        candidates = Lesson.objects.filter(scope)
-    elif keys is not None:
-        candidates = Lesson.objects.filter(scope, id__in=keys)
+
+
+def lessons_stage_totals(*, course_ids, today: date) -> Totals:
+    """The stage counts of a scope, on their own (one query)."""
+    row = _stage_counts(course_ids, today).values_list("n_active", "n_expired", "n_other").get()
+    return Totals(active=row[0], expired=row[1], other_status=row[2])
+
+
+def _statement(query: _Query, params: RecallParams, today: date, with_counts: bool):
+    """ONE statement, UNION ALL of: the candidate lessons; the phrases found
+    in the texts (from a text only; in the ``title`` column); with
+    ``with_counts``, one row of stage counts over the whole scope -- one
+    snapshot for all. None when there is nothing to look for."""
+    tail = _NULL_COUNTS if with_counts else ()
+    known = None
+    if query.symptoms is None and query.anchors:
+        known = _keys_in_text(query).filter(lesson__status=LessonStatus.INJECTED).order_by()
+    parts = []
+    if params.reach <= 0:  # every lesson can reach the floor
+        parts.append(Lesson.objects.filter(_scope(query.course_ids)))
     else:
-        candidates = None
-    if candidates is None:
-        statement = counts
-    else:
-        statement = candidates.order_by().values_list(*_ROW_FIELDS, *_NULL_COUNTS).union(counts, all=True)
-    rows, totals = [], Totals()
-    for values in statement:
-        if values[0] is None:
-            totals = Totals(active=values[-3], expired=values[-2], other_status=values[-1])
-        else:
-            rows.append(values[: len(_ROW_FIELDS)])
-    return rows, totals
+        ids = _candidate_ids(query, params, known)
+        if ids is not None:
+            # By id only: the keys are already scoped, and the lookup goes by primary key.
+            parts.append(Lesson.objects.filter(id__in=ids))
+    parts = [p.order_by().values_list(Value(_LESSON), *_ROW_FIELDS, *tail) for p in parts]
+    if known is not None:
+        phrase_row = (_NULL_ROW[0], "value", *_NULL_ROW[2:])
+        parts.append(known.values_list(Value(_PHRASE), *phrase_row, *tail).distinct())
+    if with_counts:
+        parts.append(
+            _stage_counts(query.course_ids, today).values_list(
+                Value(_COUNTS), *_NULL_ROW, "n_active", "n_expired", "n_other"
+            )
+        )
+    if not parts:
+        return None
+    return parts[0].union(*parts[1:], all=True) if len(parts) > 1 else parts[0]
 
 
 def _row(values: tuple) -> LessonRow:
@@ -193,53 +240,68 @@ def lessons_recall(
     texts: list[str] | None = None,
     today: date | None = None,
     params: RecallParams | None = None,
+    with_counts: bool = True,
 ) -> RecallResult:
     """Recall for a context (SPEC §6), in ONE query whatever the library size (SPEC §10).
 
     Give ``symptoms`` (the preview) or ``texts`` (the tutor: ctx.symptoms are
     then the symptom phrases of injected lessons found, case-insensitively,
-    in the texts).
+    in the texts). Without ``with_counts`` the scope's stage counts are left
+    out (the tutor's context needs none; a real send adds them with
+    ``lessons_stage_totals`` before its trace is stored), so the statement
+    touches only index entries of matching keys.
 
     Why it is cheap: a lesson whose tag and symptom parts stay below
     ``floor − W_DECAY`` (0.2 with the seed's numbers) cannot reach the floor,
     since its decay part is at most W_DECAY -- it can only be cut by the
     floor (or filtered). So the statement loads only the lessons that can
     reach it, found through ``LessonKey`` (normalized tags and symptoms,
-    indexed on both SQLite and PostgreSQL): a tag or symptom lookup grouped by
-    lesson, HAVING the tag/symptom part ≥ floor − W_DECAY. Every other lesson
-    of the scope is only counted, per stage (active / expired / other
-    status), by one aggregate row UNION ALL'ed to the candidate rows --
-    an index-only count. The trace therefore lists the lessons that could
-    reach the floor, and counts the others under their decision (SPEC §6:
-    "the first 200 lines in rank order and counts per decision for the
-    rest"). Scoring, ranking and brakes then run in Python over the
-    candidates (``lessons.recall``), exactly as the seed does. When the floor
-    is at or below W_DECAY every lesson can reach it, and all are loaded.
+    indexed on both SQLite and PostgreSQL): the matching keys grouped by
+    lesson, HAVING their tag/symptom part ≥ floor − W_DECAY. Every other
+    lesson of the scope is only counted, per stage (active / expired / other
+    status), by one aggregate row UNION ALL'ed to the candidate rows -- an
+    index-only count over ``lesson_scope_status_idx``. The trace therefore
+    lists the lessons that could reach the floor and counts the others under
+    their decision (SPEC §6: "the first 200 lines in rank order and counts
+    per decision for the rest"). Scoring, ranking and the brakes then run in
+    Python over the few candidates (``lessons.recall``), exactly as the seed
+    does. When the floor is at or below W_DECAY every lesson can reach it,
+    and all are loaded.
 
-    From a text, the phrases are not known before the query: every lesson
-    with a symptom whose anchor token (``lessons.text.symptom_anchor``)
-    occurs among the text's tokens is loaded too, and the phrases found are
-    checked in Python; a phrase can only occur in a text that holds its
-    anchor, so no known phrase is missed.
+    From a text, a phrase is found in SQL: its anchor token (an indexed
+    lookup among the text's tokens) narrows the keys, and a substring test on
+    word-edge-marked text (``lessons.text.marked``) decides, so the found
+    phrases -- ctx.symptoms, whose number weighs every symptom match -- come
+    back in the same statement.
     """
     params = params or RecallParams.from_settings()
     today = today or timezone.localdate()
     ctx_tags = normalize_list(tags)
-    explicit = normalize_list(symptoms) if texts is None else None
-    pieces = [normalize(t) for t in texts or () if t]
-    anchors: set[str] = set()
-    for piece in pieces:
-        anchors |= text_tokens(piece)
-    everything = params.reach <= 0
-    keys = None if everything else _candidate_keys(course_ids, ctx_tags, explicit, anchors, params)
-    values, totals = _load(course_ids, keys, today, everything)
-    rows = [_row(v) for v in values]
-    if explicit is None:
-        known = {p for row in rows if row.status == LessonStatus.INJECTED for p in row.symptoms}
-        found = tuple(sorted(p for p in known if any(phrase_in(p, piece) for piece in pieces)))
+    if texts is None:
+        query = _Query(course_ids=course_ids, tags=ctx_tags, symptoms=normalize_list(symptoms))
     else:
-        found = explicit
-    ctx = RecallContext(tags=ctx_tags, symptoms=found, today=today)
+        pieces = [normalize(t) for t in texts if t]
+        anchors: set[str] = set()
+        for piece in pieces:
+            anchors |= text_tokens(piece)
+        query = _Query(
+            course_ids=course_ids,
+            tags=ctx_tags,
+            symptoms=None,
+            anchors=tuple(sorted(anchors)),
+            haystack="\n".join(marked(piece) for piece in pieces),
+        )
+    rows, found, totals = [], [], None
+    width = 1 + len(_ROW_FIELDS)
+    for values in _statement(query, params, today, with_counts) or ():
+        if values[0] == _LESSON:
+            rows.append(_row(values[1:width]))
+        elif values[0] == _PHRASE:
+            found.append(values[2])
+        else:
+            totals = Totals(active=values[width], expired=values[width + 1], other_status=values[width + 2])
+    symptoms_found = query.symptoms if query.symptoms is not None else tuple(sorted(found))
+    ctx = RecallContext(tags=ctx_tags, symptoms=symptoms_found, today=today)
     return recall(rows, totals, ctx, params)
 
 

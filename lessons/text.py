@@ -10,7 +10,6 @@ boundary, and shingles pair adjacent CJK characters.
 
 from __future__ import annotations
 
-import functools
 import math
 import re
 import unicodedata
@@ -28,6 +27,7 @@ _WORD = re.compile(f"{_WORD_CHAR}+")
 _TOKEN = re.compile(f"{_WORD_CHAR}+|[{CJK_RANGES}]")
 _CJK_RUN = re.compile(f"[{CJK_RANGES}]+")
 _SPACES = re.compile(r"\s+")
+BOUNDARY = "\x01"  # marks word edges in ``marked`` text; never part of normalized text
 
 # Latin-script text averages about four characters per token.
 CHARS_PER_TOKEN = 4
@@ -35,7 +35,8 @@ CHARS_PER_TOKEN = 4
 
 def normalize(text: str) -> str:
     """Compatibility-folded (full-width ``ＣＩ`` is ``ci``), case-folded, single-spaced."""
-    return _SPACES.sub(" ", unicodedata.normalize("NFKC", text).casefold()).strip()
+    folded = unicodedata.normalize("NFKC", text).casefold().replace(BOUNDARY, "")
+    return _SPACES.sub(" ", folded).strip()
 
 
 def clean(text: str) -> str:
@@ -75,18 +76,21 @@ def symptom_anchor(phrase: str) -> str:
     return cjk.group(0) if cjk else ""
 
 
-@functools.lru_cache(maxsize=4096)
-def _phrase_pattern(phrase: str) -> re.Pattern[str]:
-    start = f"(?<!{_WORD_CHAR})" if re.match(_WORD_CHAR, phrase) else ""
-    end = f"(?!{_WORD_CHAR})" if re.search(f"{_WORD_CHAR}$", phrase) else ""
-    return re.compile(start + re.escape(phrase) + end)
+def marked(text: str) -> str:
+    """Normalized ``text`` with every word wrapped in BOUNDARY marks, so that
+    "phrase occurs at word boundaries" becomes a plain substring test -- the
+    same one in Python and in SQL (``instr``/``strpos``): "escape" is
+    ``\x01escape\x01``, which "unescaped" (``\x01unescaped\x01``) does not
+    contain while "escape-d" (``\x01escape\x01-\x01d\x01``) does. CJK
+    characters get no marks: a Chinese phrase matches anywhere."""
+    return _WORD.sub(lambda m: f"{BOUNDARY}{m.group(0)}{BOUNDARY}", text.replace(BOUNDARY, ""))
 
 
 def phrase_in(phrase: str, text: str) -> bool:
     """Whether normalized ``phrase`` occurs in normalized ``text``: a Latin
     word at either end must be whole ("escape" is not in "unescaped"), CJK
     needs no boundary ("连接超时" is in "数据库连接超时了")."""
-    return bool(phrase) and _phrase_pattern(phrase).search(text) is not None
+    return bool(phrase) and marked(phrase) in marked(text)
 
 
 # --- near duplicates ---------------------------------------------------------------------

@@ -20,7 +20,7 @@ from lessons.models import (
     LessonKey,
     LessonStatus,
 )
-from lessons.text import estimate_tokens, normalize, render_lesson, shingles, symptom_anchor
+from lessons.text import estimate_tokens, marked, normalize, render_lesson, shingles, symptom_anchor
 from tutor.redaction import redact
 
 # How long a new lesson stays valid before staff must look at it again (seed 003: review_by).
@@ -63,17 +63,25 @@ def redact_lesson(*, title: str, body: str, tags: list[str], symptoms: list[str]
     )
 
 
-def _keys(lesson: Lesson) -> list[LessonKey]:
+def lesson_keys(lesson: Lesson) -> list[LessonKey]:
+    """The normalized tag and symptom rows recall looks a lesson up by."""
     keys: dict[tuple[str, str], LessonKey] = {}
     for kind, values in ((LessonKey.Kind.TAG, lesson.tags), (LessonKey.Kind.SYMPTOM, lesson.symptoms)):
         for value in values:
             norm = normalize(value)[:SYMPTOM_MAX_CHARS]
             if not norm:
                 continue
-            anchor = symptom_anchor(norm) if kind == LessonKey.Kind.SYMPTOM else ""
+            symptom = kind == LessonKey.Kind.SYMPTOM
             keys.setdefault(
                 (kind, norm),
-                LessonKey(lesson=lesson, course_id=lesson.course_id, kind=kind, value=norm, anchor=anchor),
+                LessonKey(
+                    lesson=lesson,
+                    course_id=lesson.course_id,
+                    kind=kind,
+                    value=norm,
+                    anchor=symptom_anchor(norm) if symptom else "",
+                    marked=marked(norm) if symptom else "",
+                ),
             )
     return list(keys.values())
 
@@ -120,5 +128,5 @@ def lesson_insert(
     if status == LessonStatus.INJECTED and lesson.injected_at is None:
         lesson.injected_at = timezone.now()
     lesson.save(force_insert=True)
-    LessonKey.objects.bulk_create(_keys(lesson))
+    LessonKey.objects.bulk_create(lesson_keys(lesson))
     return lesson

@@ -697,13 +697,16 @@ def seed_volume(student, task, session_id, n: int) -> None:
 #   its message count, read under the claim (1);
 #   store the user message: savepoint, INSERT, UPDATE message_count, release (4);
 #   earlier messages (1); feedback selection, one statement (1);
+#   lessons recall, one statement (1);
 #   ModelCall row of the tutor call (1);
-#   store the reply: savepoint, INSERT, UPDATE count and pending, release (4).
-MESSAGE_POST_QUERIES = 15
+#   store the reply: savepoint, INSERT, UPDATE count and pending, release (4);
+#   the lessons' recall trace, no lesson recalled: INSERT (1).
+MESSAGE_POST_QUERIES = 17
 # GET /api/tutor/context/:
 #   token auth (1); the task within the caller's enrolment (1); the open
-#   session's id (1); earlier messages (1); feedback selection (1).
-CONTEXT_GET_QUERIES = 5
+#   session's id (1); earlier messages (1); feedback selection (1);
+#   lessons recall (1).
+CONTEXT_GET_QUERIES = 6
 
 
 @pytest.mark.django_db

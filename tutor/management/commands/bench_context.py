@@ -12,8 +12,7 @@ connection that ran them.
 
 Rows come from seeders, one per kind of row, each able to count and delete
 what it made: a bench course is reused when its sizes match and rebuilt when
-they do not. Lessons (SPEC §10: >= 10k) get a seeder in ``SEEDERS`` once the
-lessons app has models.
+they do not. Lessons (SPEC §10: >= 10k) come from ``lessons.bench``.
 """
 
 from __future__ import annotations
@@ -56,10 +55,10 @@ def percentiles_ms(values: list[float]) -> tuple[float, float, float]:
 class Command(DomainCommand):
     help = (
         "Seed a benchmark course (students; submissions with 1-3 review attempts each; one long "
-        "tutor session) and report the median and p95 latency and the SQL queries of GET "
-        "/api/tutor/context/ against GET /api/courses/, measured in-process in the same run. "
-        "Lessons are not seeded yet: the lessons app has no models. A bench course of the same "
-        "sizes is reused; without --keep the benchmark rows are deleted at the end."
+        "tutor session; injected lessons) and report the median and p95 latency and the SQL queries "
+        "of GET /api/tutor/context/ against GET /api/courses/, measured in-process in the same run. "
+        "A bench course of the same sizes is reused; without --keep the benchmark rows are deleted "
+        "at the end."
     )
 
     def add_arguments(self, parser):
@@ -68,6 +67,7 @@ class Command(DomainCommand):
         parser.add_argument(
             "--messages", type=int, default=2000, help="messages of the session (default 2000)"
         )
+        parser.add_argument("--lessons", type=int, default=10_000, help="injected lessons (default 10000)")
         parser.add_argument(
             "--requests", type=int, default=200, help="timed requests per endpoint (default 200)"
         )
@@ -76,13 +76,14 @@ class Command(DomainCommand):
         )
         parser.add_argument("--keep", action="store_true", help="keep the benchmark rows for the next run")
 
-    def handle(self, *args, submissions, students, messages, requests, warmup, keep, **options):
+    def handle(self, *args, submissions, students, messages, lessons, requests, warmup, keep, **options):
         limits = {"--submissions": (submissions, 1), "--students": (students, 1), "--messages": (messages, 0)}
+        limits["--lessons"] = (lessons, 0)
         limits |= {"--requests": (requests, 1), "--warmup": (warmup, 0)}
         for option, (value, minimum) in limits.items():
             if value < minimum:
                 raise CommandError(f"{option} must be at least {minimum}, got {value}")
-        sizes = {"students": students, "submissions": submissions, "messages": messages}
+        sizes = {"students": students, "submissions": submissions, "messages": messages, "lessons": lessons}
         started = time.perf_counter()
         self.write(f"Database: {connection.vendor}; DEBUG={settings.DEBUG} (SQL query log off for the run)")
         # DEBUG's query log would format and keep every statement: megabytes per
