@@ -208,7 +208,8 @@ class LessonViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.G
                 raise InvalidInput("not a course you are staff of", field="course")
             course_ids = [course.pk]
         else:
-            course_ids = None if request.user.is_superuser else list(access.staff_course_ids(request.user))
+            staff_of = access.staff_course_ids(request.user).values_list("course_id", flat=True)
+            course_ids = None if request.user.is_superuser else list(staff_of)
         result = lessons_recall(
             course_ids=course_ids,
             tags=RecallQuerySerializer.split(data["tags"]),

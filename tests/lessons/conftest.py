@@ -39,6 +39,8 @@ def make_lesson(
     source: str = LessonSource.MANUAL,
     **fields,
 ) -> Lesson:
+    if status == LessonStatus.REJECTED:
+        fields.setdefault("reject_reason", "duplicate")
     with transaction.atomic():
         return lesson_insert(
             course_id=course.pk if course is not None else None,
@@ -87,3 +89,34 @@ def superuser_client(superuser):
 @pytest.fixture
 def other_task(other_course):
     return make_task(other_course)
+
+
+def bulk_lessons(course, count: int, *, tags=("unrelated",), symptoms=("nothing like it",), **fields) -> None:
+    """``count`` injected lessons with their recall keys, inserted in bulk."""
+    from lessons.models import LessonKey
+    from lessons.services.store import lesson_keys
+
+    today = timezone.localdate()
+    lessons = [
+        Lesson(
+            course=course,
+            title=f"bulk lesson {i}",
+            body="bulk body",
+            tags=list(tags),
+            symptoms=list(symptoms),
+            status=LessonStatus.INJECTED,
+            source=LessonSource.IMPORT,
+            review_by=today + timedelta(days=30),
+            tokens=50,
+            injected_at=timezone.now(),
+            **fields,
+        )
+        for i in range(count)
+    ]
+    Lesson.objects.bulk_create(lessons, batch_size=500)
+    LessonKey.objects.bulk_create((k for lesson in lessons for k in lesson_keys(lesson)), batch_size=1000)
+
+
+def errors(response) -> dict:
+    """The error shape's field messages, ``{attr: detail}``."""
+    return {e["attr"]: e["detail"] for e in response.json()["errors"]}
