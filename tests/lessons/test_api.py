@@ -162,10 +162,14 @@ def test_skill_candidates_list_shape_and_scope(course, other_course, staff_clien
 def test_recall_preview_returns_the_recalled_lessons_and_the_full_trace_without_side_effects(
     course, staff_client, django_assert_max_num_queries
 ):
-    best = make_lesson(course=course, title="best", tags=["adaptor", "parsing"], symptoms=["escape"], tokens=300)
+    best = make_lesson(
+        course=course, title="best", tags=["adaptor", "parsing"], symptoms=["escape"], tokens=300
+    )
     second = make_lesson(course=course, title="second", tags=["adaptor"], symptoms=["escape"], tokens=300)
     too_big = make_lesson(course=course, title="too big", tags=["adaptor", "parsing"], tokens=600)
-    draft = make_lesson(course=course, title="draft", tags=["adaptor", "parsing"], status=LessonStatus.PENDING)
+    draft = make_lesson(
+        course=course, title="draft", tags=["adaptor", "parsing"], status=LessonStatus.PENDING
+    )
     make_lesson(course=course, title="unrelated", tags=["css"])
 
     response = staff_client.get(
@@ -250,6 +254,17 @@ def test_every_lessons_endpoint_is_in_the_schema_with_its_shapes():
         assert path in paths, path
     components = schema["components"]["schemas"]
     assert set(components["Lesson"]["properties"]) >= LESSON_FIELDS
-    assert set(components["RecallResponse"]["properties"]) >= {"recalled", "used_tokens", "budget_tokens", "trace"}
-    assert set(components["SkillCandidate"]["properties"]) == {"id", "lesson", "hit_count", "status", "created_at"}
+    assert set(components["RecallResponse"]["properties"]) >= {
+        "recalled",
+        "used_tokens",
+        "budget_tokens",
+        "trace",
+    }
+    assert set(components["SkillCandidate"]["properties"]) == {
+        "id",
+        "lesson",
+        "hit_count",
+        "status",
+        "created_at",
+    }
     assert "409" in paths["/api/lessons/{id}/approve/"]["post"]["responses"]

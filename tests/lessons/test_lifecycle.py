@@ -54,7 +54,12 @@ def test_every_transition_through_the_api(course, staff, staff_client, action, s
         assert response.status_code == 200, response.content
         assert response.json()["status"] == to == lesson.status
         [event] = lesson_events(lesson)
-        assert (event.event, event.actor, event.from_state, event.to_state) == (f"lesson_{to}", staff, status, to)
+        assert (event.event, event.actor, event.from_state, event.to_state) == (
+            f"lesson_{to}",
+            staff,
+            status,
+            to,
+        )
         assert event.correlation_id == f"cid-{action}-{status}"
         assert event.course_id == course.pk
     else:
@@ -135,9 +140,13 @@ def test_admin_rejection_asks_for_a_reason_first_and_other_needs_a_note(course, 
 @pytest.mark.django_db
 @pytest.mark.parametrize(
     ("body", "field"),
-    [({}, "reason"), ({"reason": "boring"}, "reason"), ({"reason": "other"}, "note"),
-     ({"reason": "other", "note": "   "}, "note")],
-)  # fmt: skip
+    [
+        ({}, "reason"),
+        ({"reason": "boring"}, "reason"),
+        ({"reason": "other"}, "note"),
+        ({"reason": "other", "note": "   "}, "note"),
+    ],
+)
 def test_a_rejection_needs_a_template_reason_and_other_a_note(course, staff_client, body, field):
     lesson = make_lesson(course=course, status=LessonStatus.PENDING)
 
@@ -150,8 +159,9 @@ def test_a_rejection_needs_a_template_reason_and_other_a_note(course, staff_clie
 
 
 @pytest.mark.django_db
-@pytest.mark.parametrize("reason", ["not_reproducible", "sensitive_data", "infrastructure_noise", "duplicate",
-                                    "too_specific"])  # fmt: skip
+@pytest.mark.parametrize(
+    "reason", ["not_reproducible", "sensitive_data", "infrastructure_noise", "duplicate", "too_specific"]
+)
 def test_each_template_reason_rejects(course, staff_client, reason):
     lesson = make_lesson(course=course, status=LessonStatus.PENDING)
 
@@ -215,9 +225,15 @@ def test_a_student_token_can_do_none_of_it(course, student_client, action):
 @pytest.mark.django_db
 @pytest.mark.parametrize(
     ("method", "path"),
-    [("get", "/api/lessons/"), ("post", "/api/lessons/"), ("get", "/api/lessons/recall/"),
-     ("post", "/api/lessons/deltas/"), ("get", "/api/lessons/skill-candidates/"), ("get", "/api/lessons/traces/")],
-)  # fmt: skip
+    [
+        ("get", "/api/lessons/"),
+        ("post", "/api/lessons/"),
+        ("get", "/api/lessons/recall/"),
+        ("post", "/api/lessons/deltas/"),
+        ("get", "/api/lessons/skill-candidates/"),
+        ("get", "/api/lessons/traces/"),
+    ],
+)
 def test_students_are_refused_and_anonymous_callers_unauthenticated(student_client, method, path):
     from rest_framework.test import APIClient
 

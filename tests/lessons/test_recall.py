@@ -127,7 +127,9 @@ def test_the_seed_run_is_reproduced_with_its_printed_scores():
     rows = seed_rows()
     result = run(rows, ctx(tags=["adaptor", "parsing", "e2e"], symptoms=["unexpected token", "escape"]))
 
-    scored = [(line["title"], line["decision"], round(line["score"], 2)) for line in result.lines if line["score"]]
+    scored = [
+        (line["title"], line["decision"], round(line["score"], 2)) for line in result.lines if line["score"]
+    ]
     assert scored == [
         ("lesson-2026-001", "recalled", 0.81),
         ("lesson-2026-009", "recalled", 0.64),
@@ -166,7 +168,16 @@ def seed_rows() -> list[LessonRow]:
         (6, {"ui", "css"}, {"contrast warning"}, "injected", 6, 90, 180),
     ]
     return [
-        row(i, tags=t, symptoms=s, status=st_, age=age, review_in=rin, tokens=tok, title=f"lesson-2026-{i:03d}")
+        row(
+            i,
+            tags=t,
+            symptoms=s,
+            status=st_,
+            age=age,
+            review_in=rin,
+            tokens=tok,
+            title=f"lesson-2026-{i:03d}",
+        )
         for i, t, s, st_, age, rin, tok in spec
     ]
 
@@ -320,7 +331,9 @@ def test_selector_reproduces_the_seed_run_in_one_query(course, seed_library, dja
 
 
 @pytest.mark.django_db
-def test_only_the_courses_own_and_global_lessons_are_candidates(course, other_course, django_assert_num_queries):
+def test_only_the_courses_own_and_global_lessons_are_candidates(
+    course, other_course, django_assert_num_queries
+):
     own = make_lesson(course=course, tags=["a"], tokens=10)
     global_ = make_lesson(course=None, tags=["a"], tokens=10)
     make_lesson(course=other_course, tags=["a"], tokens=10)
@@ -350,7 +363,10 @@ def test_symptoms_are_found_in_texts_case_insensitively_at_word_boundaries(cours
     result = lessons_recall(
         course_ids=[course.pk],
         tags=[],
-        texts=["SyntaxError: UNEXPECTED TOKEN '<' in the unescaped output", "数据库连接超时了，CI 也 red in ci"],
+        texts=[
+            "SyntaxError: UNEXPECTED TOKEN '<' in the unescaped output",
+            "数据库连接超时了，CI 也 red in ci",
+        ],
     )
 
     # "escape" is not a word of "unescaped"; a pending lesson's phrase is not known.

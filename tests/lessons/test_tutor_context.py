@@ -83,16 +83,30 @@ def test_only_injected_lessons_of_the_course_and_global_ones_reach_the_model(
 ):
     own = make_lesson(course=course, title="own", tags=TASK_TAGS, tokens=10)
     global_ = make_lesson(course=None, title="global", tags=TASK_TAGS, tokens=10)
-    for status in (LessonStatus.PENDING, LessonStatus.APPROVED, LessonStatus.QUARANTINED, LessonStatus.RETIRED):
+    for status in (
+        LessonStatus.PENDING,
+        LessonStatus.APPROVED,
+        LessonStatus.QUARANTINED,
+        LessonStatus.RETIRED,
+    ):
         make_lesson(course=course, title=f"not-{status}", tags=TASK_TAGS, status=status)
     make_lesson(course=other_course, title="another course", tags=TASK_TAGS)
-    make_lesson(course=course, title="expired", tags=TASK_TAGS, review_by=timezone.localdate().replace(year=2020))
+    make_lesson(
+        course=course, title="expired", tags=TASK_TAGS, review_by=timezone.localdate().replace(year=2020)
+    )
 
     body = send(student_client, open_session(student_client, task), "hi").json()
 
     system = system_of(fake_model.last_messages)
     assert set(body["context_meta"]["lesson_ids"]) == {str(own.pk), str(global_.pk)}
-    for title in ("not-pending", "not-approved", "not-quarantined", "not-retired", "another course", "expired"):
+    for title in (
+        "not-pending",
+        "not-approved",
+        "not-quarantined",
+        "not-retired",
+        "another course",
+        "expired",
+    ):
         assert f"\n{title}\n" not in system
 
 
@@ -116,7 +130,9 @@ def test_a_symptom_in_a_feedback_item_or_the_message_recalls_the_lesson(
     first = send(student_client, session, "what now?").json()
     failing(student, task, "A2", reason="a SEGFAULT in parser at line 3")
     second = send(student_client, session, "what now?").json()
-    third = send(student_client, open_session(student_client, task, new=True), "I see segfault in parser!").json()
+    third = send(
+        student_client, open_session(student_client, task, new=True), "I see segfault in parser!"
+    ).json()
 
     assert first["context_meta"]["lesson_ids"] == []
     assert second["context_meta"]["lesson_ids"] == [str(lesson.pk)]  # 0.3 + 0.2 from the feedback item
@@ -137,9 +153,14 @@ def test_evidence_of_a_feedback_item_counts_too(course, task, student, student_c
 def test_a_hidden_criterions_reason_never_yields_symptoms(db):
     criteria = [
         {"id": "A1", "kind": "acceptance", "text": "CI passes", "check": {"type": "ci_passed"}},
-        {"id": "H1", "kind": "acceptance", "text": "Hidden tests pass", "check": {"type": "ci_passed"},
-         "visibility": "hidden"},
-    ]  # fmt: skip
+        {
+            "id": "H1",
+            "kind": "acceptance",
+            "text": "Hidden tests pass",
+            "check": {"type": "ci_passed"},
+            "visibility": "hidden",
+        },
+    ]
     course = course_import(spec=validate_course(course_data("hidden-101", criteria=criteria))).course
     task = make_task(course)
     student = enroll(course, "carol")
@@ -159,9 +180,16 @@ def test_a_hidden_criterions_reason_never_yields_symptoms(db):
 def test_the_preview_shows_recalled_lessons_only_never_the_trace_or_other_titles(
     course, task, student_client, django_assert_num_queries
 ):
-    recalled = [make_lesson(course=course, title=f"RECALLED-{i}", tags=TASK_TAGS, tokens=10) for i in range(3)]
-    make_lesson(course=course, title="CUT-BY-TOP-K", tags=TASK_TAGS, tokens=10, last_hit=timezone.localdate()
-                .replace(year=2025))  # fmt: skip
+    recalled = [
+        make_lesson(course=course, title=f"RECALLED-{i}", tags=TASK_TAGS, tokens=10) for i in range(3)
+    ]
+    make_lesson(
+        course=course,
+        title="CUT-BY-TOP-K",
+        tags=TASK_TAGS,
+        tokens=10,
+        last_hit=timezone.localdate().replace(year=2025),
+    )
     make_lesson(course=course, title="PENDING-DRAFT", tags=TASK_TAGS, status=LessonStatus.PENDING)
 
     preview = task_context(student_client, task, "hi")
@@ -237,8 +265,13 @@ def test_the_trace_of_a_real_send_is_stored_with_its_correlation_id_for_staff_on
     course, task, student, student_client, staff_client, other_staff_client, fake_model
 ):
     kept = [make_lesson(course=course, title=f"kept {i}", tags=TASK_TAGS, tokens=10) for i in range(3)]
-    cut = make_lesson(course=course, title="cut", tags=TASK_TAGS, tokens=10, last_hit=timezone.localdate()
-                      .replace(year=2025))  # fmt: skip
+    cut = make_lesson(
+        course=course,
+        title="cut",
+        tags=TASK_TAGS,
+        tokens=10,
+        last_hit=timezone.localdate().replace(year=2025),
+    )
     make_lesson(course=course, title="irrelevant", tags=["css"])
     session = open_session(student_client, task)
 
