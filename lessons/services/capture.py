@@ -65,7 +65,7 @@ def draft_body(before: dict, after: dict, next_step: str) -> str:
     if before.get("evidence"):
         parts.append(f"Evidence: {before['evidence'][:BODY_EVIDENCE_CHARS]}")
     if next_step:
-        parts.append(f"What led to the pass: {next_step}")
+        parts.append(f"What fixed it: {next_step}")
     parts.append(f"Verified: '{after['criterion']}' passed on the next submission ({after['reason']}).")
     return "\n".join(parts)
 
