@@ -14,6 +14,7 @@ from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.html import format_html, format_html_join
+from django.utils.safestring import mark_safe
 
 from lessons import access
 from lessons.models import Lesson, LessonKind, LessonStatus, RecallTrace, RejectReason, SkillCandidate
@@ -290,7 +291,7 @@ class LessonAdmin(admin.ModelAdmin):
         if not found:
             return "none"
         return format_html_join(
-            format_html("<br>"),
+            mark_safe("<br>"),
             "<a href='{}'>{}</a> ({}, similarity {})",
             (
                 (
@@ -321,7 +322,7 @@ class LessonAdmin(admin.ModelAdmin):
         ]
         if not rows:
             return "-"
-        return format_html_join(format_html("<br>"), "{} {} by {}: {} → {} {}", rows)
+        return format_html_join(mark_safe("<br>"), "{} {} by {}: {} → {} {}", rows)
 
     # --- actions: each a service call ------------------------------------------------
 
@@ -509,7 +510,7 @@ class RecallTraceAdmin(CourseScopedAdmin, ReadOnlyAdmin):
             )
             for line in trace.lines
         )
-        header = format_html(
+        header = mark_safe(
             "<tr><th>decision</th><th>lesson</th><th>score</th><th>tag</th><th>symptom</th>"
             "<th>decay</th><th>tokens</th></tr>"
         )
