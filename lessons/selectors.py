@@ -140,12 +140,15 @@ def _candidate_ids(query: _Query, params: RecallParams, known: QuerySet | None) 
         symptom_part = Value(params.w_symptom / max(len(query.symptoms), 1)) * symptom_hits
         keys = LessonKey.objects.filter(_scope(query.course_ids))
     else:
-        if query.anchors:
+        if known is None:  # no text to find a phrase in
+            symptom_part = Value(0.0)
+        else:
             match |= Q(kind=LessonKey.Kind.SYMPTOM, anchor__in=query.anchors, at__gt=0)
-        found = known.values("kind").annotate(n=Count("value", distinct=True)).values("n")[:1]
-        symptom_part = Coalesce(
-            Value(params.w_symptom) * symptom_hits / Subquery(found, output_field=FloatField()), Value(0.0)
-        )
+            found = known.values("kind").annotate(n=Count("value", distinct=True)).values("n")[:1]
+            symptom_part = Coalesce(
+                Value(params.w_symptom) * symptom_hits / Subquery(found, output_field=FloatField()),
+                Value(0.0),
+            )
         keys = LessonKey.objects.filter(_scope(query.course_ids)).alias(
             at=StrIndex(Value(query.haystack), F("marked"))
         )

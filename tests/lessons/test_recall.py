@@ -386,6 +386,18 @@ def test_symptoms_are_found_in_texts_case_insensitively_at_word_boundaries(cours
 
 
 @pytest.mark.django_db
+@pytest.mark.parametrize("texts", [[], [""], ["!!! ???"]])
+def test_texts_without_a_word_recall_by_tags_alone(course, texts, django_assert_max_num_queries):
+    lesson = make_lesson(course=course, tags=["a"], symptoms=["x err"], tokens=10)
+
+    with django_assert_max_num_queries(1):
+        result = lessons_recall(course_ids=[course.pk], tags=["a"], texts=texts)
+
+    assert result.recalled_ids == [lesson.pk] and result.context.symptoms == ()
+    assert lessons_recall(course_ids=[course.pk], tags=[], texts=texts, with_counts=False).recalled_ids == []
+
+
+@pytest.mark.django_db
 def test_full_width_and_spacing_variants_of_a_tag_match(course):
     lesson = make_lesson(course=course, tags=["Ｊava  Script"], tokens=10)
 

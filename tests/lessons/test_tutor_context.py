@@ -22,7 +22,14 @@ from tests.factories import (
     review_result,
 )
 from tests.lessons.conftest import bulk_lessons, make_lesson
-from tests.tutor.test_context import CONTEXT_GET_QUERIES, open_session, send, system_of, task_context
+from tests.tutor.test_context import (
+    CONTEXT_GET_QUERIES,
+    MESSAGE_POST_QUERIES,
+    open_session,
+    send,
+    system_of,
+    task_context,
+)
 from tutor.coursefile import course_import, validate_course
 
 TASK_TAGS = ["javascript", "docs"]  # tests.factories.course_data
@@ -320,11 +327,11 @@ def test_the_context_preview_makes_one_lesson_query_whatever_the_library(
     assert len(preview["lessons"]["recalled"]) == min(volume, 3)
 
 
-# POST …/messages/ with three lessons recalled: tests.tutor.test_context's 17
-# (whose last is the trace INSERT) plus, in the after-send step: the stage
-# counts (1); savepoint, RecalledLesson INSERT, LessonHit INSERT, the hits of
-# this trace, hit_count UPDATE, lessons to promote, release (7).
-MESSAGE_POST_WITH_LESSONS_QUERIES = 17 + 1 + 7
+# POST …/messages/ with three lessons recalled: tests.tutor.test_context's
+# MESSAGE_POST_QUERIES (whose last are the stage counts and the trace INSERT)
+# plus, in the after-send step: savepoint, RecalledLesson INSERT, LessonHit
+# INSERT, the hits of this trace, hit_count UPDATE, lessons to promote, release (7).
+MESSAGE_POST_WITH_LESSONS_QUERIES = MESSAGE_POST_QUERIES + 7
 
 
 @pytest.mark.django_db

@@ -700,8 +700,9 @@ def seed_volume(student, task, session_id, n: int) -> None:
 #   lessons recall, one statement (1);
 #   ModelCall row of the tutor call (1);
 #   store the reply: savepoint, INSERT, UPDATE count and pending, release (4);
-#   the lessons' recall trace, no lesson recalled: INSERT (1).
-MESSAGE_POST_QUERIES = 17
+#   the lessons' recall trace, no lesson recalled: the scope's stage counts,
+#   INSERT (2).
+MESSAGE_POST_QUERIES = 18
 # GET /api/tutor/context/:
 #   token auth (1); the task within the caller's enrolment (1); the open
 #   session's id (1); earlier messages (1); feedback selection (1);
