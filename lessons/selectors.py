@@ -24,7 +24,7 @@ from django.db.models import (
     Value,
     When,
 )
-from django.db.models.functions import Coalesce, StrIndex
+from django.db.models.functions import Cast, Coalesce, StrIndex
 from django.utils import timezone
 
 from lessons import access
@@ -51,19 +51,26 @@ _ROW_FIELDS = (
     "last_hit",
     "injected_at",
 )
-_NULL_ROW = (
-    Value(None, output_field=UUIDField()),
-    Value(None, output_field=CharField()),
-    Value(None, output_field=TextField()),
-    Value(None, output_field=JSONField()),
-    Value(None, output_field=JSONField()),
-    Value(None, output_field=CharField()),
-    Value(None, output_field=DateField()),
-    Value(None, output_field=IntegerField()),
-    Value(None, output_field=DateField()),
-    Value(None, output_field=DateTimeField()),
+_ROW_TYPES = (
+    UUIDField,
+    CharField,
+    TextField,
+    JSONField,
+    JSONField,
+    CharField,
+    DateField,
+    IntegerField,
+    DateField,
+    DateTimeField,
 )
-_NULL_COUNTS = tuple(Value(None, output_field=IntegerField()) for _ in range(3))
+# Placeholders of the branches without a lesson. The counts branch takes plain
+# NULLs: Django leaves constants out of its GROUP BY (a cast would be grouped,
+# and an empty scope would give no row at all).
+_NULL_ROW = tuple(Value(None, output_field=field()) for field in _ROW_TYPES)
+# The phrase branch takes typed NULLs: PostgreSQL resolves an untyped NULL of
+# a SELECT DISTINCT as text, which a UNION with a uuid or jsonb column refuses.
+_TYPED_NULL_ROW = tuple(Cast(Value(None), output_field=field()) for field in _ROW_TYPES)
+_NULL_COUNTS = tuple(Cast(Value(None), output_field=IntegerField()) for _ in range(3))
 
 
 def _scope(course_ids) -> Q:
@@ -206,7 +213,7 @@ def _statement(query: _Query, params: RecallParams, today: date, with_counts: bo
             parts.append(Lesson.objects.filter(id__in=ids))
     parts = [p.order_by().values_list(Value(_LESSON), *_ROW_FIELDS, *tail) for p in parts]
     if known is not None:
-        phrase_row = (_NULL_ROW[0], "value", *_NULL_ROW[2:])
+        phrase_row = (_TYPED_NULL_ROW[0], "value", *_TYPED_NULL_ROW[2:])
         parts.append(known.values_list(Value(_PHRASE), *phrase_row, *tail).distinct())
     if with_counts:
         parts.append(
