@@ -482,3 +482,43 @@ def test_selector_matches_brute_force_recall(course, specs, tags, symptoms):
         assert result.recalled_ids == expected_ids
         assert result.counts == expected_counts
         transaction.set_rollback(True)
+
+
+WORDS = ["x", "err", "y", "fail", "z", "超时", "unexpected", "token", "连接"]
+
+
+@pytest.mark.django_db
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    specs=st.lists(lesson_spec, min_size=0, max_size=10),
+    tags=st.lists(st.sampled_from(TAGS), unique=True, max_size=3),
+    words=st.lists(st.sampled_from(WORDS), max_size=8),
+)
+def test_recall_from_a_text_matches_brute_force(course, specs, tags, words):
+    """ctx.symptoms from a text: the phrases of injected lessons found in it."""
+    from lessons.text import normalize, phrase_in
+
+    text = " ".join(words)
+    with transaction.atomic():
+        lessons = [
+            make_lesson(
+                course=course,
+                tags=s["tags"],
+                symptoms=s["symptoms"],
+                status=s["status"],
+                last_hit=TODAY - timedelta(days=s["age"]),
+                review_by=TODAY + timedelta(days=s["review_in"]),
+                tokens=s["tokens"],
+            )
+            for s in specs
+        ]
+        known = {p for lesson in lessons if lesson.status == "injected" for p in lesson.symptoms}
+        found = sorted(p for p in known if phrase_in(normalize(p), normalize(text)))
+        expected_ids, expected_counts = brute_force(lessons, tags, found)
+
+        result = lessons_recall(course_ids=[course.pk], tags=tags, texts=[text], today=TODAY)
+
+        assert list(result.context.symptoms) == found
+        assert result.recalled_ids == expected_ids
+        assert result.counts == expected_counts
+        transaction.set_rollback(True)
