@@ -190,8 +190,9 @@ class LessonKey(models.Model):
 
     class Meta:
         indexes = [
-            # recall: kind = 'tag' (or explicit symptoms) AND value IN (…) AND course
-            models.Index(fields=["kind", "value", "course"], name="lessonkey_value_idx"),
+            # recall: kind = 'tag' (or explicit symptoms) AND value IN (…) AND course, grouped
+            # by lesson -- covering, so a common tag's many rows are read from the index alone
+            models.Index(fields=["kind", "value", "course", "lesson"], name="lessonkey_value_idx"),
             # recall from a text: kind = 'symptom' AND anchor IN (the text's tokens) AND course
             models.Index(fields=["kind", "anchor", "course"], name="lessonkey_anchor_idx"),
         ]

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from datetime import date
 
 from django.db.models import (
+    BooleanField,
     Case,
     CharField,
     Count,
@@ -13,6 +14,7 @@ from django.db.models import (
     DateTimeField,
     F,
     FloatField,
+    Func,
     IntegerField,
     JSONField,
     Q,
@@ -71,6 +73,33 @@ _NULL_ROW = tuple(Value(None, output_field=field()) for field in _ROW_TYPES)
 # a SELECT DISTINCT as text, which a UNION with a uuid or jsonb column refuses.
 _TYPED_NULL_ROW = tuple(Cast(Value(None), output_field=field()) for field in _ROW_TYPES)
 _NULL_COUNTS = tuple(Cast(Value(None), output_field=IntegerField()) for _ in range(3))
+
+
+class InSubquery(Func):
+    """``column IN (subquery)`` -- on PostgreSQL ``column = ANY(ARRAY(subquery))``.
+
+    Why: PostgreSQL plans ``IN (subquery)`` as a semi-join from an estimate
+    of the subquery's rows; the HAVING of the candidate keys is estimated at
+    a few hundred, and a hash join over a sequential scan of every lesson
+    then looks cheaper than a few primary-key lookups (5 ms instead of 0.1
+    ms with 10k lessons). ``ANY(ARRAY(...))`` evaluates the ids once and
+    looks each up by primary key, as SQLite does with ``IN``.
+    """
+
+    output_field = BooleanField()
+
+    def __init__(self, column, queryset):
+        super().__init__(column, Subquery(queryset))
+
+    def as_sql(self, compiler, connection, **extra_context):
+        column, column_params = compiler.compile(self.source_expressions[0])
+        subquery, subquery_params = compiler.compile(self.source_expressions[1])
+        return f"{column} IN {subquery}", (*column_params, *subquery_params)
+
+    def as_postgresql(self, compiler, connection, **extra_context):
+        column, column_params = compiler.compile(self.source_expressions[0])
+        subquery, subquery_params = compiler.compile(self.source_expressions[1])
+        return f"{column} = ANY(ARRAY{subquery})", (*column_params, *subquery_params)
 
 
 def _scope(course_ids) -> Q:
@@ -210,7 +239,7 @@ def _statement(query: _Query, params: RecallParams, today: date, with_counts: bo
         ids = _candidate_ids(query, params, known)
         if ids is not None:
             # By id only: the keys are already scoped, and the lookup goes by primary key.
-            parts.append(Lesson.objects.filter(id__in=ids))
+            parts.append(Lesson.objects.filter(InSubquery(F("id"), ids)))
     parts = [p.order_by().values_list(Value(_LESSON), *_ROW_FIELDS, *tail) for p in parts]
     if known is not None:
         phrase_row = (_TYPED_NULL_ROW[0], "value", *_TYPED_NULL_ROW[2:])
