@@ -281,7 +281,7 @@ def lessons_recall(
     params: RecallParams | None = None,
     with_counts: bool = True,
 ) -> RecallResult:
-    """Recall for a context (SPEC §6), in ONE query whatever the library size (SPEC §10).
+    """Recall for a context (SPEC §6), in at most ONE query whatever the library size (SPEC §10).
 
     Give ``symptoms`` (the preview) or ``texts`` (the tutor: ctx.symptoms are
     then the symptom phrases of injected lessons found, case-insensitively,
@@ -296,10 +296,13 @@ def lessons_recall(
     floor (or filtered). So the statement loads only the lessons that can
     reach it, found through ``LessonKey`` (normalized tags and symptoms,
     indexed on both SQLite and PostgreSQL): the matching keys grouped by
-    lesson, HAVING their tag/symptom part ≥ floor − W_DECAY. Every other
+    lesson, HAVING their tag/symptom part ≥ floor − W_DECAY (the key index is
+    covering, and the lessons are then read by primary key). Every other
     lesson of the scope is only counted, per stage (active / expired / other
-    status), by one aggregate row UNION ALL'ed to the candidate rows -- an
-    index-only count over ``lesson_scope_status_idx``. The trace therefore
+    status): one aggregate row UNION ALL'ed to the candidate rows when
+    ``with_counts`` -- an index-only count over ``lesson_scope_status_idx``,
+    the one part that grows with the library, hence left to the stored
+    trace of a real send. The trace therefore
     lists the lessons that could reach the floor and counts the others under
     their decision (SPEC §6: "the first 200 lines in rank order and counts
     per decision for the rest"). Scoring, ranking and the brakes then run in
