@@ -221,6 +221,8 @@ class AuditEvent(models.Model):
         LESSON_QUARANTINED = "lesson_quarantined"
         LESSON_RETIRED = "lesson_retired"
         DELTA_APPLIED = "delta_applied"
+        SKILL_ACCEPTED = "skill_accepted"
+        SKILL_DISMISSED = "skill_dismissed"
         REGRADE_REQUESTED = "regrade_requested"
         REGRADE_SETTLED = "regrade_settled"
         REGRADE_DECLINED = "regrade_declined"

@@ -47,6 +47,7 @@ INSTALLED_APPS = [
     "tutor",
     "feedback",
     "corrections",
+    "lessons",
     # --- LMS integration (LTI 1.3) ---
     "tutor.lti",
 ]
@@ -446,3 +447,31 @@ for _name, _secure in (("SESSION_COOKIE", SESSION_COOKIE_SECURE), ("CSRF_COOKIE"
         raise ImproperlyConfigured(
             f"{_name}_SAMESITE=None needs {_name}_SECURE=1: browsers drop it otherwise"
         )
+# --- lessons (SPEC §6; seed 003) -------------------------------------------------
+# Recall: score = W_TAG*tag + W_SYMPTOM*symptom + W_DECAY*exp(-age_days/DECAY_DAYS),
+# then the brakes floor -> top_k -> token budget; a stored trace keeps MAX_LINES lines.
+LESSON_RECALL_W_TAG = env_number("LESSON_RECALL_W_TAG", 0.5)
+LESSON_RECALL_W_SYMPTOM = env_number("LESSON_RECALL_W_SYMPTOM", 0.3)
+LESSON_RECALL_W_DECAY = env_number("LESSON_RECALL_W_DECAY", 0.2)
+LESSON_DECAY_DAYS = env_number("LESSON_DECAY_DAYS", 30, minimum=1)
+LESSON_RECALL_FLOOR = env_number("LESSON_RECALL_FLOOR", 0.4)
+LESSON_RECALL_TOP_K = env_int("LESSON_RECALL_TOP_K", 3)
+LESSON_RECALL_BUDGET_TOKENS = env_int("LESSON_RECALL_BUDGET_TOKENS", 800)
+LESSON_TRACE_MAX_LINES = env_int("LESSON_TRACE_MAX_LINES", 200, minimum=1)
+LESSON_PROMOTE_HITS = env_int("LESSON_PROMOTE_HITS", 3, minimum=1)  # real uses before a skill candidate
+LESSON_QUARANTINE_HARMFUL = env_int("LESSON_QUARANTINE_HARMFUL", 3, minimum=1)
+LESSON_DUPLICATE_JACCARD = env_number("LESSON_DUPLICATE_JACCARD", 0.8)
+LESSON_REVIEW_DAYS = env_int("LESSON_REVIEW_DAYS", 90, minimum=1)  # default review_by of a new lesson
+if not 0 < LESSON_DUPLICATE_JACCARD <= 1:
+    raise ImproperlyConfigured("LESSON_DUPLICATE_JACCARD must be in (0, 1]")
+CELERY_BEAT_SCHEDULE["lessons-review-due"] = {"task": "lessons.tasks.report_review_due", "schedule": 86400.0}
+SPECTACULAR_SETTINGS["ENUM_NAME_OVERRIDES"].update(
+    {
+        "LessonStatusEnum": "lessons.models.LessonStatus.choices",
+        "LessonKindEnum": "lessons.models.LessonKind.choices",
+        "LessonSourceEnum": "lessons.models.LessonSource.choices",
+        "RejectReasonEnum": "lessons.models.RejectReason.choices",
+        "RecallDecisionEnum": "lessons.recall.Decision.choices",
+        "SkillCandidateStatusEnum": "lessons.models.SkillCandidateStatus.choices",
+    }
+)

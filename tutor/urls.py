@@ -5,6 +5,7 @@ from rest_framework.routers import DefaultRouter
 
 from corrections import api as corrections_api
 from feedback import api as feedback_api
+from lessons import urls as lessons_urls
 from tutor import pages, session_views, views
 
 router = DefaultRouter(trailing_slash=True, use_regex_path=False)
@@ -19,6 +20,7 @@ router.register("review-attempts", feedback_api.ReviewAttemptViewSet, basename="
 router.register("memory", corrections_api.MemoryViewSet, basename="memory")
 router.register("corrections", corrections_api.CorrectionViewSet, basename="correction")
 router.register("correction-cases", corrections_api.CorrectionCaseViewSet, basename="correction-case")
+lessons_urls.register(router)
 
 urlpatterns = [
     path("admin/", admin.site.urls),

@@ -15,10 +15,12 @@ import json
 import sys
 import uuid
 from dataclasses import dataclass
+from datetime import timedelta
 
 import pytest
 from django.core.signals import request_finished, request_started
-from django.db import close_old_connections
+from django.db import close_old_connections, transaction
+from django.utils import timezone
 
 from feedback.models import ReviewAttempt, Submission
 from tests.factories import enroll, make_course, make_task
@@ -146,6 +148,8 @@ class World:
     # operation submits for them, so a regrade request on it can succeed.
     regrader_token: str
     regrade_submission_id: str
+    # A lesson in the state each lifecycle operation starts from.
+    lesson_ids: dict[str, str]
 
     def token(self, who: str) -> str:
         return {"staff": self.staff_token, "regrader": self.regrader_token}.get(who, self.student_token)
@@ -156,6 +160,9 @@ class World:
         for action, case_id in self.case_ids.items():
             if template == f"/api/correction-cases/{{id}}/{action}/":
                 return template.replace("{id}", case_id)
+        for action, lesson_id in self.lesson_ids.items():
+            if template == f"/api/lessons/{{id}}/{action}/":
+                return template.replace("{id}", lesson_id)
         return (
             template.replace("{id}", self.submission_id)
             .replace("{session_id}", self.session_id)
@@ -195,9 +202,42 @@ def open_cases(course, student) -> dict[str, str]:
 LMS_BROWSER_PATHS = ("/lti/login/", "/lti/launch/")
 
 
+# The state each lesson transition starts from (SPEC §6 lifecycle).
+LESSON_STARTS = {
+    "approve": "pending",
+    "reject": "pending",
+    "inject": "approved",
+    "quarantine": "injected",
+    "retire": "injected",
+}
+
+
+def lessons_in_each_state(course) -> dict[str, str]:
+    from lessons.services.store import lesson_insert
+
+    ids = {}
+    for action, status in LESSON_STARTS.items():
+        with transaction.atomic():
+            lesson = lesson_insert(
+                course_id=course.pk,
+                title=f"Escape the comparison output ({action})",
+                body="Print both values before comparing them.",
+                tags=["javascript"],
+                symptoms=[f"assertion output unreadable {action}"],
+                kind="note",
+                source="manual",
+                status=status,
+                review_by=timezone.localdate() + timedelta(days=60),
+                tokens=40,
+            )
+        ids[action] = str(lesson.pk)
+    return ids
+
+
 # Operations that change something once: the same POST again is a 409 (the
 # request reached the view on either spelling of its path).
 ONE_SHOT = {
+    *(f"/api/lessons/{{id}}/{action}/" for action in LESSON_STARTS),
     "/api/submissions/{id}/regrade-requests/",
     "/api/correction-cases/{id}/accept/",
     "/api/correction-cases/{id}/reject/",
@@ -246,6 +286,7 @@ def world(db, django_capture_on_commit_callbacks) -> World:
         case_ids=open_cases(course, student),
         regrader_token=token_of(regrader),
         regrade_submission_id=reviewed.json()["id"],
+        lesson_ids=lessons_in_each_state(course),
         task=task,
         student=student,
         staff=staff,
@@ -294,6 +335,36 @@ def valid_bodies(world: World) -> dict[tuple[str, str], tuple[dict, str]]:
         ("POST", "/api/correction-cases/{id}/accept/"): ({"reason": "the source says so"}, "staff"),
         ("POST", "/api/correction-cases/{id}/reject/"): ({"reason": "no source given"}, "staff"),
         ("POST", "/api/correction-cases/{id}/dispute/"): ({"reason": "sources disagree"}, "staff"),
+        ("POST", "/api/lessons/"): (
+            {
+                "course": world.task.course.slug,
+                "title": "Name the empty-array case",
+                "body": "Say what first([]) returns.",
+                "tags": ["javascript"],
+                "symptoms": ["first([]) is undefined"],
+            },
+            "staff",
+        ),
+        ("POST", "/api/lessons/{id}/approve/"): ({}, "staff"),
+        ("POST", "/api/lessons/{id}/reject/"): ({"reason": "duplicate"}, "staff"),
+        ("POST", "/api/lessons/{id}/inject/"): ({}, "staff"),
+        ("POST", "/api/lessons/{id}/quarantine/"): ({"reason": "misleading"}, "staff"),
+        ("POST", "/api/lessons/{id}/retire/"): ({"reason": "outdated"}, "staff"),
+        ("POST", "/api/lessons/deltas/"): (
+            {
+                "signal_attempt": world.attempt_id,
+                "deltas": [
+                    {
+                        "op": "add",
+                        "title": "Check the report names undefined",
+                        "body": "The contains check looks for the word undefined.",
+                        "tags": ["docs"],
+                        "symptoms": ["report does not mention undefined"],
+                    }
+                ],
+            },
+            "staff",
+        ),
     }
 
 

@@ -25,8 +25,8 @@ from tutor.models import Course, Enrollment, Rubric, Task, TutorMessage, TutorSe
 
 ROOT = Path(__file__).resolve().parents[2]
 TINY = ["--submissions", "300", "--students", "5", "--messages", "30", "--requests", "5", "--warmup", "1"]
-# The corrections app's seeders (facts, memories) take sizes of their own.
-TINY += ["--facts", "40", "--memories", "20"]
+# The corrections and lessons apps' seeders take sizes of their own.
+TINY += ["--facts", "40", "--memories", "20", "--lessons", "50"]
 RATIO_LINE = re.compile(
     r"^context/trivial median ratio: \d+\.\dx "
     r"\(context \d+\.\d ms, trivial \d+\.\d ms, (?P<context>\d+) vs (?P<trivial>\d+) queries\)$",
@@ -142,8 +142,8 @@ def test_the_same_sizes_reuse_the_seeded_course(db):
     out = run_bench(*TINY, "--keep")
 
     assert (
-        "Reusing the seeded bench course (5 students, 300 submissions, 30 messages, 40 facts, 20 memories)."
-        in out
+        "Reusing the seeded bench course (5 students, 300 submissions, 30 messages, 40 facts, 20 memories, "
+        "50 lessons)." in out
     )
     assert set(Submission.objects.values_list("pk", flat=True)) == ids
     assert (counter("submission"), counter("attempt")) == counters
@@ -154,7 +154,10 @@ def test_other_sizes_seed_the_course_again(db):
 
     out = run_bench(*TINY, "--submissions", "200", "--keep")
 
-    assert "holds 5 students, 300 submissions, 30 messages, 40 facts, 20 memories: seeding it again" in out
+    assert (
+        "holds 5 students, 300 submissions, 30 messages, 40 facts, 20 memories, 50 lessons: seeding it again"
+        in out
+    )
     seqs = sorted(Submission.objects.values_list("submission_seq", flat=True))
     assert seqs == list(range(301, 501))  # the deleted 1-300 are not reused
     assert counter("submission") == 500

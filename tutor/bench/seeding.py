@@ -2,8 +2,7 @@
 
 Rows come from seeders, one per kind of row, each able to count and delete
 what it made: a bench course is reused when its sizes match and rebuilt when
-they do not. Lessons (SPEC §10: >= 10k) get a seeder in ``SEEDERS`` once the
-lessons app has models.
+they do not. Lessons (SPEC §10: >= 10k) come from ``lessons.bench``.
 """
 
 from __future__ import annotations
@@ -25,6 +24,7 @@ from feedback.results import Basis, aggregate_overall
 from feedback.services.retention import attempts_purge
 from feedback.services.sequences import next_seq
 from feedback.versions import current_versions
+from lessons.bench import LessonsSeeder
 from tutor.models import Course, Enrollment, Task, TutorMessage, TutorSession
 from tutor.rubrics import Verdict
 
@@ -338,7 +338,14 @@ class SessionSeeder:
 
 
 # Seeded in this order and deleted in the reverse one: later rows point at earlier ones.
-SEEDERS = (StudentsSeeder(), SubmissionsSeeder(), SessionSeeder(), FactsSeeder(), MemoriesSeeder())
+SEEDERS = (
+    StudentsSeeder(),
+    SubmissionsSeeder(),
+    SessionSeeder(),
+    FactsSeeder(),
+    MemoriesSeeder(),
+    LessonsSeeder(),
+)
 
 
 def course_spec() -> dict:

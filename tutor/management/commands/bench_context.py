@@ -12,8 +12,7 @@ connection that ran them.
 
 Rows come from seeders, one per kind of row, each able to count and delete
 what it made: a bench course is reused when its sizes match and rebuilt when
-they do not. Lessons (SPEC §10: >= 10k) get a seeder in ``SEEDERS`` once the
-lessons app has models.
+they do not. Lessons (SPEC §10: >= 10k) come from ``lessons.bench``.
 """
 
 from __future__ import annotations
@@ -56,10 +55,10 @@ def percentiles_ms(values: list[float]) -> tuple[float, float, float]:
 class Command(DomainCommand):
     help = (
         "Seed a benchmark course (students; submissions with 1-3 review attempts each; one long "
-        "tutor session) and report the median and p95 latency and the SQL queries of GET "
-        "/api/tutor/context/ against GET /api/courses/, measured in-process in the same run. "
-        "Lessons are not seeded yet: the lessons app has no models. A bench course of the same "
-        "sizes is reused; without --keep the benchmark rows are deleted at the end."
+        "tutor session; injected lessons) and report the median and p95 latency and the SQL queries "
+        "of GET /api/tutor/context/ against GET /api/courses/, measured in-process in the same run. "
+        "A bench course of the same sizes is reused; without --keep the benchmark rows are deleted "
+        "at the end."
     )
 
     def add_arguments(self, parser):

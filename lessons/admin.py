@@ -1,0 +1,520 @@
+"""The lessons work queue in Django admin (SPEC §8): pending drafts with their
+redaction marks, source and similar lessons, approved or rejected with a
+reason; quarantined lessons; lessons past review; skill candidates; recall
+traces. Every action goes through a service, which checks the permission and
+writes the audit event. Course staff see their courses (and, read-only,
+global lessons)."""
+
+from __future__ import annotations
+
+from django import forms
+from django.contrib import admin, messages
+from django.db.models import Q
+from django.template.response import TemplateResponse
+from django.urls import reverse
+from django.utils import timezone
+from django.utils.html import format_html, format_html_join
+from django.utils.safestring import mark_safe
+
+from lessons import access
+from lessons.models import Lesson, LessonKind, LessonStatus, RecallTrace, RejectReason, SkillCandidate
+from lessons.selectors import similar_lessons
+from lessons.services.lifecycle import (
+    lesson_approve,
+    lesson_create,
+    lesson_inject,
+    lesson_quarantine,
+    lesson_reject,
+    lesson_retire,
+)
+from lessons.services.usage import skill_candidate_decide
+from lessons.validation import clean_symptoms, clean_tags
+from tutor.admin_scoping import CourseScopedAdmin, ReadOnlyAdmin, ScopedFilter
+from tutor.errors import DomainError
+from tutor.models import AuditEvent, Course
+
+
+def _lines(text: str) -> list[str]:
+    return [line.strip() for line in text.splitlines() if line.strip()]
+
+
+def _run(modeladmin, request, queryset, label: str, service) -> None:
+    """Apply ``service`` to each selected lesson; report what moved and what was refused."""
+    done, refused = 0, []
+    for obj in queryset:
+        try:
+            service(obj)
+        except DomainError as exc:
+            refused.append(f"{obj}: {exc.public_message()}")
+        else:
+            done += 1
+    if done:
+        modeladmin.message_user(request, f"{label}: {done}", messages.SUCCESS)
+    for line in refused:
+        modeladmin.message_user(request, line, messages.ERROR)
+
+
+class QueueFilter(admin.SimpleListFilter):
+    """What needs a decision, by default the pending drafts."""
+
+    title = "queue"
+    parameter_name = "queue"
+    DEFAULT = "pending"
+
+    def lookups(self, request, model_admin):
+        return [
+            ("pending", "Pending review"),
+            ("quarantined", "Quarantined"),
+            ("review_due", "Past review_by"),
+            ("injected", "Injected"),
+            ("all", "All"),
+        ]
+
+    def choices(self, changelist):
+        current = self.value() or self.DEFAULT
+        for value, label in self.lookup_choices:
+            yield {
+                "selected": current == value,
+                "query_string": changelist.get_query_string({self.parameter_name: value}),
+                "display": label,
+            }
+
+    def queryset(self, request, queryset):
+        value = self.value() or self.DEFAULT
+        if value == "all":
+            return queryset
+        if value == "review_due":
+            return queryset.filter(
+                review_by__lt=timezone.localdate(),
+                status__in=[LessonStatus.APPROVED, LessonStatus.INJECTED, LessonStatus.QUARANTINED],
+            )
+        return queryset.filter(status=value)
+
+
+class LessonAddForm(forms.ModelForm):
+    """Staff's manual entry: one tag or symptom per line; stored through
+    ``lesson_create`` (redacted, pending)."""
+
+    tags_text = forms.CharField(
+        label="tags", required=False, widget=forms.Textarea(attrs={"rows": 3}), help_text="one per line"
+    )
+    symptoms_text = forms.CharField(
+        label="symptoms",
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 3}),
+        help_text="one phrase per line, as it appears in feedback or messages",
+    )
+    review_by = forms.DateField(required=False, help_text="default: 90 days from today")
+
+    class Meta:
+        model = Lesson
+        fields = ["course", "title", "body", "kind"]
+
+    def __init__(self, *args, request=None, **kwargs):
+        super().__init__(*args, **kwargs)
+        user = self.user = request.user if request is not None else None
+        courses = Course.objects.all()
+        if user is not None and not user.is_superuser:
+            courses = courses.filter(pk__in=access.staff_course_ids(user))
+            self.fields["course"].required = True
+        self.fields["course"].queryset = courses
+        self.fields["course"].help_text = "empty: a global lesson (superusers only)"
+
+    def clean_tags_text(self):
+        try:
+            return clean_tags(_lines(self.cleaned_data["tags_text"]))
+        except DomainError as exc:
+            raise forms.ValidationError(exc.public_message()) from None
+
+    def clean_symptoms_text(self):
+        try:
+            return clean_symptoms(_lines(self.cleaned_data["symptoms_text"]))
+        except DomainError as exc:
+            raise forms.ValidationError(exc.public_message()) from None
+
+    def clean_review_by(self):
+        value = self.cleaned_data.get("review_by")
+        if value is not None and value < timezone.localdate():
+            raise forms.ValidationError("must not be in the past")
+        return value
+
+    def clean(self):
+        data = super().clean()
+        course = data.get("course")
+        if self.user is not None and not access.can_manage(self.user, course.pk if course else None):
+            self.add_error("course", "only superusers create global lessons; pick one of your courses")
+        return data
+
+
+class RejectForm(forms.Form):
+    reason = forms.ChoiceField(choices=RejectReason.choices)
+    note = forms.CharField(
+        required=False, widget=forms.Textarea(attrs={"rows": 3}), help_text="required for 'other'"
+    )
+
+    def clean(self):
+        data = super().clean()
+        if data.get("reason") == RejectReason.OTHER and not (data.get("note") or "").strip():
+            self.add_error("note", "a rejection for 'other' needs a note")
+        return data
+
+
+@admin.register(Lesson)
+class LessonAdmin(admin.ModelAdmin):
+    list_display = [
+        "title",
+        "course_label",
+        "status",
+        "kind",
+        "source",
+        "redaction_marks",
+        "hit_count",
+        "helpful",
+        "harmful",
+        "review_by",
+        "created_at",
+    ]
+    list_filter = [QueueFilter, ("course", ScopedFilter), "kind", "source"]
+    list_select_related = ["course"]
+    search_fields = ["title"]
+    ordering = ["created_at", "id"]  # a queue: oldest first
+    show_full_result_count = False
+    actions = ["approve", "reject_with_reason", "inject", "quarantine", "retire"]
+    readonly_fields = [
+        "title",
+        "body",
+        "course",
+        "status",
+        "kind",
+        "tags",
+        "symptoms",
+        "redaction_marks",
+        "source_details",
+        "similar",
+        "hit_count",
+        "last_hit",
+        "review_by",
+        "tokens",
+        "helpful",
+        "harmful",
+        "reject_reason",
+        "reject_note",
+        "created_by",
+        "created_at",
+        "injected_at",
+        "history",
+    ]
+
+    def get_queryset(self, request):
+        qs = super().get_queryset(request)
+        if not request.user.is_superuser:
+            qs = qs.filter(Q(course__isnull=True) | Q(course_id__in=access.staff_course_ids(request.user)))
+        match = request.resolver_match
+        if match is not None and match.url_name.endswith("changelist"):
+            qs = qs.defer("body", "shingles")  # heavy text stays out of the list
+        return qs
+
+    # --- permissions: records change only through the actions' services ------------
+
+    def has_add_permission(self, request):
+        return access.is_lessons_staff(request.user)
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+    def get_form(self, request, obj=None, change=False, **kwargs):
+        if obj is None:
+            form = LessonAddForm
+
+            class RequestForm(form):
+                def __init__(self, *args, **kw):
+                    super().__init__(*args, request=request, **kw)
+
+            kwargs["form"] = RequestForm
+            kwargs["fields"] = None
+        return super().get_form(request, obj, change, **kwargs)
+
+    def get_fields(self, request, obj=None):
+        if obj is None:
+            return ["course", "title", "body", "tags_text", "symptoms_text", "kind", "review_by"]
+        return self.readonly_fields
+
+    def get_readonly_fields(self, request, obj=None):
+        return [] if obj is None else self.readonly_fields
+
+    def save_model(self, request, obj, form, change):
+        data = form.cleaned_data
+        created = lesson_create(
+            actor=request.user,
+            course=data.get("course"),
+            title=data["title"],
+            body=data["body"],
+            tags=data["tags_text"],
+            symptoms=data["symptoms_text"],
+            kind=data.get("kind") or LessonKind.NOTE,
+            review_by=data.get("review_by"),
+        )
+        # The admin logs and redirects with the object it saved.
+        obj.pk, obj._state.adding = created.pk, False
+
+    # --- columns and read-only fields ------------------------------------------------
+
+    @admin.display(description="course", ordering="course__slug")
+    def course_label(self, lesson: Lesson) -> str:
+        return lesson.course.slug if lesson.course_id else "(global)"
+
+    @admin.display(description="redactions", ordering="redactions")
+    def redaction_marks(self, lesson: Lesson) -> str:
+        if not lesson.redactions:
+            return "-"
+        kinds = ", ".join(f"{kind} ×{n}" for kind, n in sorted((lesson.redaction_kinds or {}).items()))
+        return f"{lesson.redactions} ({kinds})" if kinds else str(lesson.redactions)
+
+    @admin.display(description="source")
+    def source_details(self, lesson: Lesson) -> str:
+        parts = [lesson.get_source_display()]
+        if lesson.source_rubric_id:
+            parts.append(f"criterion {lesson.source_rubric_id}")
+        if lesson.source_attempt_id:
+            url = reverse("admin:feedback_reviewattempt_change", args=[lesson.source_attempt_id])
+            return format_html(
+                "{} — <a href='{}'>attempt {}</a>", ", ".join(parts), url, lesson.source_attempt_id
+            )
+        return ", ".join(parts)
+
+    @admin.display(description="similar existing lessons")
+    def similar(self, lesson: Lesson):
+        found = similar_lessons(lesson)
+        if not found:
+            return "none"
+        return format_html_join(
+            mark_safe("<br>"),
+            "<a href='{}'>{}</a> ({}, similarity {})",
+            (
+                (
+                    reverse("admin:lessons_lesson_change", args=[other.pk]),
+                    other.title,
+                    other.status,
+                    f"{score:.2f}",
+                )
+                for other, score in found
+            ),
+        )
+
+    @admin.display(description="audit trail")
+    def history(self, lesson: Lesson):
+        events = AuditEvent.objects.filter(
+            Q(event__startswith="lesson_") | Q(event=AuditEvent.Event.DELTA_APPLIED), target_id=str(lesson.pk)
+        )
+        rows = [
+            (
+                e.created_at.strftime("%Y-%m-%d %H:%M"),
+                e.event,
+                e.actor_label,
+                e.from_state or "-",
+                e.to_state or "-",
+                e.reason,
+            )
+            for e in events.order_by("created_at", "id")[:50]
+        ]
+        if not rows:
+            return "-"
+        return format_html_join(mark_safe("<br>"), "{} {} by {}: {} → {} {}", rows)
+
+    # --- actions: each a service call ------------------------------------------------
+
+    @admin.action(description="Approve selected pending lessons")
+    def approve(self, request, queryset):
+        _run(
+            self,
+            request,
+            queryset,
+            "approved",
+            lambda lesson: lesson_approve(lesson=lesson, actor=request.user),
+        )
+
+    @admin.action(description="Reject selected pending lessons with a reason…")
+    def reject_with_reason(self, request, queryset):
+        form = RejectForm(request.POST if "apply" in request.POST else None)
+        if "apply" in request.POST and form.is_valid():
+            reason, note = form.cleaned_data["reason"], form.cleaned_data["note"]
+            _run(
+                self,
+                request,
+                queryset,
+                "rejected",
+                lambda lesson: lesson_reject(lesson=lesson, actor=request.user, reason=reason, note=note),
+            )
+            return None
+        context = {
+            **self.admin_site.each_context(request),
+            "title": "Reject lessons",
+            "form": form,
+            "lessons": queryset,
+            "action_checkbox_name": admin.helpers.ACTION_CHECKBOX_NAME,
+            "opts": self.model._meta,
+        }
+        return TemplateResponse(request, "admin/lessons/lesson/reject.html", context)
+
+    @admin.action(description="Inject selected approved or quarantined lessons")
+    def inject(self, request, queryset):
+        _run(
+            self,
+            request,
+            queryset,
+            "injected",
+            lambda lesson: lesson_inject(lesson=lesson, actor=request.user),
+        )
+
+    @admin.action(description="Quarantine selected injected lessons")
+    def quarantine(self, request, queryset):
+        _run(
+            self,
+            request,
+            queryset,
+            "quarantined",
+            lambda lesson: lesson_quarantine(lesson=lesson, actor=request.user),
+        )
+
+    @admin.action(description="Retire selected lessons")
+    def retire(self, request, queryset):
+        _run(
+            self,
+            request,
+            queryset,
+            "retired",
+            lambda lesson: lesson_retire(lesson=lesson, actor=request.user),
+        )
+
+
+class CandidateQueueFilter(admin.SimpleListFilter):
+    title = "status"
+    parameter_name = "status"
+
+    def lookups(self, request, model_admin):
+        return [("open", "Open"), ("accepted", "Accepted"), ("dismissed", "Dismissed"), ("all", "All")]
+
+    def choices(self, changelist):
+        current = self.value() or "open"
+        for value, label in self.lookup_choices:
+            yield {
+                "selected": current == value,
+                "query_string": changelist.get_query_string({self.parameter_name: value}),
+                "display": label,
+            }
+
+    def queryset(self, request, queryset):
+        value = self.value() or "open"
+        return queryset if value == "all" else queryset.filter(status=value)
+
+
+@admin.register(SkillCandidate)
+class SkillCandidateAdmin(ReadOnlyAdmin):
+    list_display = ["lesson", "course_label", "hit_count", "status", "created_at", "decided_by"]
+    list_filter = [CandidateQueueFilter]
+    list_select_related = ["lesson", "lesson__course", "decided_by"]
+    show_full_result_count = False
+    actions = ["accept", "dismiss"]
+    readonly_fields = ["lesson", "hit_count", "status", "decided_by", "decided_at", "note", "created_at"]
+
+    def get_queryset(self, request):
+        qs = super().get_queryset(request)
+        if request.user.is_superuser:
+            return qs
+        return qs.filter(
+            Q(lesson__course__isnull=True) | Q(lesson__course_id__in=access.staff_course_ids(request.user))
+        )
+
+    @admin.display(description="course")
+    def course_label(self, candidate: SkillCandidate) -> str:
+        return candidate.lesson.course.slug if candidate.lesson.course_id else "(global)"
+
+    @admin.action(description="Accept selected candidates (a skill will be written)")
+    def accept(self, request, queryset):
+        _run(
+            self,
+            request,
+            queryset,
+            "accepted",
+            lambda c: skill_candidate_decide(candidate=c, actor=request.user, accept=True),
+        )
+
+    @admin.action(description="Dismiss selected candidates")
+    def dismiss(self, request, queryset):
+        _run(
+            self,
+            request,
+            queryset,
+            "dismissed",
+            lambda c: skill_candidate_decide(candidate=c, actor=request.user, accept=False),
+        )
+
+
+@admin.register(RecallTrace)
+class RecallTraceAdmin(CourseScopedAdmin, ReadOnlyAdmin):
+    """ "Why was this lesson not shown?" -- every real tutor request's recall."""
+
+    list_display = ["created_at", "correlation_id", "student", "task", "recalled_count", "used_tokens"]
+    list_filter = [("course", ScopedFilter)]
+    list_select_related = ["student", "task", "task__course"]
+    search_fields = ["correlation_id", "student__username"]
+    show_full_result_count = False
+    readonly_fields = [
+        "correlation_id",
+        "course",
+        "student",
+        "task",
+        "session",
+        "context",
+        "params",
+        "used_tokens",
+        "budget_tokens",
+        "trace_table",
+        "omitted",
+        "counts",
+        "created_at",
+    ]
+    fields = readonly_fields
+
+    def get_queryset(self, request):
+        qs = super().get_queryset(request)
+        match = request.resolver_match
+        if match is not None and match.url_name.endswith("changelist"):
+            qs = qs.defer("lines", "context", "params", "omitted")
+        return qs
+
+    @admin.display(description="recalled")
+    def recalled_count(self, trace: RecallTrace) -> int:
+        return (trace.counts or {}).get("recalled", 0)
+
+    @admin.display(description="trace (lessons considered, in pipeline order)")
+    def trace_table(self, trace: RecallTrace):
+        if not trace.lines:
+            return "no lesson could reach the floor for this context"
+
+        def fmt(value):
+            return "-" if value is None else f"{value:.2f}"
+
+        rows = (
+            (
+                line["decision"],
+                line["title"],
+                fmt(line["score"]),
+                fmt((line["components"] or {}).get("tag")),
+                fmt((line["components"] or {}).get("symptom")),
+                fmt((line["components"] or {}).get("decay")),
+                line["tokens"],
+            )
+            for line in trace.lines
+        )
+        header = mark_safe(
+            "<tr><th>decision</th><th>lesson</th><th>score</th><th>tag</th><th>symptom</th>"
+            "<th>decay</th><th>tokens</th></tr>"
+        )
+        body = format_html_join(
+            "", "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>", rows
+        )
+        return format_html("<table>{}{}</table>", header, body)

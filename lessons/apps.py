@@ -1,0 +1,18 @@
+from django.apps import AppConfig
+
+
+class LessonsConfig(AppConfig):
+    name = "lessons"
+    verbose_name = "Lessons and playbook"
+
+    def ready(self):
+        from feedback.signals import attempt_finished
+        from lessons.providers import LessonsSection
+        from lessons.receivers import capture_on_attempt_finished
+        from tutor.providers import register
+        from tutor.services import register_staff_view_models
+
+        # Takes the place of tutor's empty "lessons" slot.
+        register(LessonsSection())
+        register_staff_view_models("lessons", ["lesson", "skillcandidate", "recalltrace"])
+        attempt_finished.connect(capture_on_attempt_finished, dispatch_uid="lessons.capture")

@@ -1,0 +1,164 @@
+"""Capture from reviews (SPEC §6 capture a; seed 003: capture from failures).
+
+Rule: a criterion that FAILed on a submission with an external basis (``ci``
+from the course's CI service, or a machine ``check``) and PASSes, on the same
+kind of basis, on the student's next submission is a verified fix: it becomes
+one ``pending`` draft -- symptoms from the failing reason and evidence, tags
+from the task, body from the reason and the next step that led to the pass.
+
+Never from an ``unavailable`` or ``invalid`` attempt (on either side: an
+unavailable attempt keeps its check verdicts, but nothing was completed),
+never from a hidden criterion (its reason and evidence must not travel), and
+never twice for the same fix: ``lesson_one_draft_per_fixed_criterion``
+makes a duplicate delivery or a re-review of the fixing submission a no-op.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+
+from django.db import IntegrityError, transaction
+
+from feedback.models import AttemptStatus, ReviewAttempt
+from feedback.results import Basis
+from lessons.models import Lesson, LessonKind, LessonSource
+from lessons.services.store import lesson_insert
+from tutor.audit import audit_record
+from tutor.models import AuditEvent
+from tutor.rubrics import Verdict, is_hidden
+
+log = logging.getLogger(__name__)
+
+EXTERNAL_BASES = (Basis.CI, Basis.CHECK)
+CAPTURE_ACTOR = "review capture"
+# A symptom must fit inside a feedback item's cut reason (120 characters in
+# the block, SPEC §3), or a later student's feedback could never contain it.
+SYMPTOM_CHARS = 100
+EVIDENCE_SYMPTOM_LINES = 2
+BODY_EVIDENCE_CHARS = 600
+
+
+def _phrase(text: str) -> str:
+    """The start of ``text`` as one line of at most SYMPTOM_CHARS, cut at a space."""
+    line = " ".join(text.split())
+    if len(line) <= SYMPTOM_CHARS:
+        return line
+    cut = line[:SYMPTOM_CHARS]
+    return cut.rsplit(" ", 1)[0] if " " in cut else cut
+
+
+def draft_symptoms(reason: str, evidence: str) -> list[str]:
+    """The failing reason, and the first lines of its evidence (a CI log tail)."""
+    phrases = [_phrase(reason)] if reason.strip() else []
+    lines = [line for line in evidence.splitlines() if re.search(r"\w", line)]
+    phrases += [_phrase(line) for line in lines[:EVIDENCE_SYMPTOM_LINES]]
+    unique: list[str] = []
+    for phrase in phrases:
+        if phrase and phrase.casefold() not in {u.casefold() for u in unique}:
+            unique.append(phrase)
+    return unique
+
+
+def draft_body(before: dict, after: dict, next_step: str) -> str:
+    parts = [f"Symptom: {before['reason']}"]
+    if before.get("evidence"):
+        parts.append(f"Evidence: {before['evidence'][:BODY_EVIDENCE_CHARS]}")
+    if next_step:
+        parts.append(f"What fixed it: {next_step}")
+    parts.append(f"Verified: '{after['criterion']}' passed on the next submission ({after['reason']}).")
+    return "\n".join(parts)
+
+
+def fixed_criteria(failing: dict, passing: dict, rubric_criteria: list[dict]) -> list[tuple[dict, dict]]:
+    """(before, after) for each visible criterion that FAILed in ``failing``
+    and PASSes in ``passing``, both on an external basis."""
+    hidden = {c["id"] for c in rubric_criteria if is_hidden(c)}
+    before = {c["rubric_id"]: c for c in failing.get("criteria") or []}
+    fixed = []
+    for after in passing.get("criteria") or []:
+        rubric_id = after["rubric_id"]
+        earlier = before.get(rubric_id)
+        if (
+            rubric_id not in hidden
+            and after["status"] == Verdict.PASS
+            and after["basis"] in EXTERNAL_BASES
+            and earlier is not None
+            and earlier["status"] == Verdict.FAIL
+            and earlier["basis"] in EXTERNAL_BASES
+        ):
+            fixed.append((earlier, after))
+    return fixed
+
+
+def lessons_capture_from_attempt(*, attempt_id) -> list[Lesson]:
+    """Drafts for the criteria that ``attempt`` (a finished review of a
+    student's submission) shows fixed since the previous submission."""
+    attempt = (
+        ReviewAttempt.objects.select_related("submission", "submission__task", "rubric")
+        .filter(pk=attempt_id, status=AttemptStatus.COMPLETED)
+        .first()
+    )
+    if attempt is None or not attempt.result or attempt.submission.previous_id is None:
+        return []
+    # The previous submission's newest completed review under the same rubric
+    # version: criterion ids mean the same thing on both sides.
+    failing = (
+        ReviewAttempt.objects.filter(
+            submission_id=attempt.submission.previous_id,
+            status=AttemptStatus.COMPLETED,
+            rubric_version=attempt.rubric_version,
+        )
+        .order_by("-attempt_seq")
+        .first()
+    )
+    if failing is None or not failing.result:
+        return []
+    task = attempt.submission.task
+    created = []
+    for before, after in fixed_criteria(failing.result, attempt.result, attempt.rubric.criteria):
+        try:
+            # One transaction per draft: an already captured criterion (the
+            # unique constraint) must not undo the others.
+            with transaction.atomic(durable=True):
+                lesson = lesson_insert(
+                    course_id=task.course_id,
+                    title=f"[{task.slug} {before['rubric_id']}] {before['reason']}",
+                    body=draft_body(before, after, failing.result.get("next_step") or ""),
+                    tags=list(task.tags or []),
+                    symptoms=draft_symptoms(before["reason"], before.get("evidence") or ""),
+                    kind=LessonKind.GUARDRAIL,
+                    source=LessonSource.REVIEW,
+                    source_attempt=attempt,
+                    source_submission_id=attempt.submission_id,
+                    source_rubric_id=before["rubric_id"],
+                )
+                audit_record(
+                    actor=None,
+                    actor_label=CAPTURE_ACTOR,
+                    event=AuditEvent.Event.LESSON_CREATED,
+                    target=lesson,
+                    course=task.course_id,
+                    to_state=lesson.status,
+                    extra={
+                        "source": LessonSource.REVIEW,
+                        "rubric_id": before["rubric_id"],
+                        "failing_attempt": str(failing.pk),
+                        "passing_attempt": str(attempt.pk),
+                        "redactions": lesson.redactions,
+                    },
+                )
+        except IntegrityError:
+            already = Lesson.objects.filter(
+                source=LessonSource.REVIEW,
+                source_submission_id=attempt.submission_id,
+                source_rubric_id=before["rubric_id"],
+            ).exists()
+            if not already:
+                raise
+            log.info(
+                "lesson for %s of submission %s already captured", before["rubric_id"], attempt.submission_id
+            )
+            continue
+        created.append(lesson)
+    return created

@@ -1,0 +1,226 @@
+"""The lesson lifecycle (SPEC §6; seed 003): no path from ``pending`` to
+``injected`` except through a human approval.
+
+    pending → approved (staff) → injected
+    pending → rejected (staff, with a template reason)
+    injected → quarantined (staff, or automatically: harmful ≥ 3 and harmful > helpful)
+    quarantined → injected | retired (staff)
+    injected → retired (staff)
+
+Each transition is one conditional UPDATE (``WHERE status = <from>``): a
+lesson someone else moved meanwhile is a 409, never overwritten. Each writes
+its ``lesson_<transition>`` audit event in the same transaction, and each
+service is the outermost transaction (``durable``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import date
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import F
+from django.utils import timezone
+
+from lessons.access import ensure_can_manage
+from lessons.models import Lesson, LessonKind, LessonSource, LessonStatus, RejectReason
+from lessons.services.store import lesson_insert
+from tutor.audit import audit_record
+from tutor.errors import Conflict, InvalidInput, NotFound, PermissionRefused
+from tutor.models import AuditEvent, Course
+from tutor.redaction import redact_text
+
+# SPEC §6: quarantine without a human once harmful ≥ 3 and harmful > helpful.
+LESSON_QUARANTINE_HARMFUL = 3
+
+Event = AuditEvent.Event
+
+
+class IllegalTransition(Conflict):
+    """The lesson's status does not allow this transition (409)."""
+
+
+@dataclass(frozen=True)
+class Transition:
+    name: str
+    allowed_from: tuple[str, ...]
+    to: str
+    event: str
+
+
+TRANSITIONS = {
+    t.name: t
+    for t in (
+        Transition("approve", (LessonStatus.PENDING,), LessonStatus.APPROVED, Event.LESSON_APPROVED),
+        Transition("reject", (LessonStatus.PENDING,), LessonStatus.REJECTED, Event.LESSON_REJECTED),
+        Transition(
+            "inject",
+            (LessonStatus.APPROVED, LessonStatus.QUARANTINED),
+            LessonStatus.INJECTED,
+            Event.LESSON_INJECTED,
+        ),
+        Transition(
+            "quarantine", (LessonStatus.INJECTED,), LessonStatus.QUARANTINED, Event.LESSON_QUARANTINED
+        ),
+        Transition(
+            "retire",
+            (LessonStatus.INJECTED, LessonStatus.QUARANTINED),
+            LessonStatus.RETIRED,
+            Event.LESSON_RETIRED,
+        ),
+    )
+}
+
+
+def _move(
+    *, lesson: Lesson, actor, name: str, reason: str = "", extra: dict | None = None, **fields
+) -> Lesson:
+    transition = TRANSITIONS[name]
+    ensure_can_manage(actor, lesson.course_id)
+    current = Lesson.objects.filter(pk=lesson.pk).values_list("status", flat=True).first()
+    if current is None:
+        raise NotFound("no such lesson")
+    if current not in transition.allowed_from:
+        allowed = " or ".join(transition.allowed_from)
+        raise IllegalTransition(f"cannot {name} a {current} lesson (only a lesson that is {allowed})")
+    moved = Lesson.objects.filter(pk=lesson.pk, status=current).update(status=transition.to, **fields)
+    if moved != 1:  # someone moved it between the read and the update
+        raise IllegalTransition(f"the lesson is no longer {current}; reload it and try again")
+    audit_record(
+        actor=actor,
+        event=transition.event,
+        target=lesson,
+        course=lesson.course_id,
+        from_state=current,
+        to_state=transition.to,
+        reason=reason,
+        extra=extra,
+    )
+    lesson.refresh_from_db()
+    return lesson
+
+
+@transaction.atomic(durable=True)
+def lesson_approve(*, lesson: Lesson, actor, reason: str = "") -> Lesson:
+    """pending → approved. Only a person approves: a draft never reaches the
+    tutor without a human decision (seed 003)."""
+    if actor is None:
+        raise PermissionRefused("a lesson is approved by a person, not by a command")
+    return _move(lesson=lesson, actor=actor, name="approve", reason=reason)
+
+
+@transaction.atomic(durable=True)
+def lesson_reject(*, lesson: Lesson, actor, reason: str, note: str = "") -> Lesson:
+    """pending → rejected, with a reason code of the template list
+    (``RejectReason``); ``other`` needs a note."""
+    if reason not in RejectReason.values:
+        raise InvalidInput(f"must be one of {', '.join(RejectReason.values)}", field="reason")
+    note = redact_text((note or "").strip())
+    if reason == RejectReason.OTHER and not note:
+        raise InvalidInput("a rejection for 'other' needs a note", field="note")
+    return _move(
+        lesson=lesson,
+        actor=actor,
+        name="reject",
+        reason=f"{reason}: {note}" if note else reason,
+        extra={"reason_code": reason},
+        reject_reason=reason,
+        reject_note=note,
+    )
+
+
+@transaction.atomic(durable=True)
+def lesson_inject(*, lesson: Lesson, actor, review_by: date | None = None) -> Lesson:
+    """approved | quarantined → injected: recall may use it from now on.
+    A lesson past its ``review_by`` is never injected as it is: staff give
+    a new review date with the injection."""
+    today = timezone.localdate()
+    fields: dict = {"injected_at": timezone.now()}
+    if review_by is not None:
+        if review_by < today:
+            raise InvalidInput("must not be in the past", field="review_by")
+        fields["review_by"] = review_by
+    elif Lesson.objects.filter(pk=lesson.pk, review_by__lt=today).exists():
+        raise IllegalTransition("the lesson is past its review date: inject it with a new review_by")
+    extra = {"review_by": review_by.isoformat()} if review_by else None
+    return _move(lesson=lesson, actor=actor, name="inject", extra=extra, **fields)
+
+
+@transaction.atomic(durable=True)
+def lesson_quarantine(*, lesson: Lesson, actor, reason: str = "") -> Lesson:
+    """injected → quarantined: out of recall until staff inject or retire it."""
+    return _move(lesson=lesson, actor=actor, name="quarantine", reason=redact_text(reason.strip()))
+
+
+@transaction.atomic(durable=True)
+def lesson_retire(*, lesson: Lesson, actor, reason: str = "") -> Lesson:
+    """injected | quarantined → retired: kept for the record, never recalled again."""
+    return _move(lesson=lesson, actor=actor, name="retire", reason=redact_text(reason.strip()))
+
+
+def lesson_quarantine_if_harmful(*, lesson_id, actor) -> bool:
+    """The automatic quarantine of SPEC §6, inside the transaction that
+    bumped ``harmful``: one conditional UPDATE, so two concurrent bumps
+    quarantine (and audit) once."""
+    threshold = int(getattr(settings, "LESSON_QUARANTINE_HARMFUL", LESSON_QUARANTINE_HARMFUL))
+    moved = Lesson.objects.filter(
+        pk=lesson_id, status=LessonStatus.INJECTED, harmful__gte=threshold, harmful__gt=F("helpful")
+    ).update(status=LessonStatus.QUARANTINED)
+    if moved != 1:
+        return False
+    lesson = Lesson.objects.get(pk=lesson_id)
+    audit_record(
+        actor=actor,
+        event=Event.LESSON_QUARANTINED,
+        target=lesson,
+        course=lesson.course_id,
+        from_state=LessonStatus.INJECTED,
+        to_state=LessonStatus.QUARANTINED,
+        reason=f"automatic: harmful {lesson.harmful} ≥ {threshold} and > helpful {lesson.helpful}",
+        extra={"automatic": True, "helpful": lesson.helpful, "harmful": lesson.harmful},
+    )
+    return True
+
+
+# Not durable: Django admin's add view already runs its save in a transaction.
+@transaction.atomic
+def lesson_create(
+    *,
+    actor,
+    course: Course | None,
+    title: str,
+    body: str,
+    tags: list[str],
+    symptoms: list[str],
+    kind: str = LessonKind.NOTE,
+    review_by: date | None = None,
+) -> Lesson:
+    """Staff's manual entry (SPEC §6 capture b): a pending lesson, redacted,
+    that still needs an approval like any draft."""
+    course_id = course.pk if course is not None else None
+    ensure_can_manage(actor, course_id)
+    if kind not in LessonKind.values:
+        raise InvalidInput(f"must be one of {', '.join(LessonKind.values)}", field="kind")
+    if review_by is not None and review_by < timezone.localdate():
+        raise InvalidInput("must not be in the past", field="review_by")
+    lesson = lesson_insert(
+        course_id=course_id,
+        title=title,
+        body=body,
+        tags=tags,
+        symptoms=symptoms,
+        kind=kind,
+        source=LessonSource.MANUAL,
+        review_by=review_by,
+        created_by=actor,
+    )
+    audit_record(
+        actor=actor,
+        event=Event.LESSON_CREATED,
+        target=lesson,
+        course=course_id,
+        to_state=lesson.status,
+        extra={"source": LessonSource.MANUAL, "redactions": lesson.redactions},
+    )
+    return lesson

@@ -1,0 +1,132 @@
+"""Writing a lesson row (SPEC §6): redaction before anything is stored, the
+token estimate, shingles and the recall keys. Runs inside the caller's
+transaction; every door (capture, staff entry, deltas, import) comes here."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from datetime import date, timedelta
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from lessons.models import (
+    SYMPTOM_MAX_CHARS,
+    TAG_MAX_CHARS,
+    TITLE_MAX_CHARS,
+    Lesson,
+    LessonKey,
+    LessonStatus,
+)
+from lessons.text import estimate_tokens, marked, normalize, render_lesson, shingles, symptom_anchor
+from tutor.redaction import redact
+
+# How long a new lesson stays valid before staff must look at it again (seed 003: review_by).
+LESSON_REVIEW_DAYS = 90
+
+
+def default_review_by(today: date | None = None) -> date:
+    days = int(getattr(settings, "LESSON_REVIEW_DAYS", LESSON_REVIEW_DAYS))
+    return (today or timezone.localdate()) + timedelta(days=days)
+
+
+@dataclass(frozen=True)
+class RedactedText:
+    title: str
+    body: str
+    tags: list[str]
+    symptoms: list[str]
+    count: int
+    kinds: dict[str, int]
+
+
+def redact_lesson(*, title: str, body: str, tags: list[str], symptoms: list[str]) -> RedactedText:
+    """Every field through the one redaction module (``tutor.redaction``):
+    API keys and tokens, passwords, private keys, e-mail and IP addresses
+    become ``[REDACTED:kind]``; the count and kinds are kept for staff."""
+    kinds: Counter[str] = Counter()
+
+    def scrub(text: str, limit: int | None = None) -> str:
+        result = redact(text)
+        kinds.update(result.kinds)
+        return result.text[:limit] if limit else result.text
+
+    return RedactedText(
+        title=scrub(title, TITLE_MAX_CHARS),
+        body=scrub(body),
+        tags=[scrub(t, TAG_MAX_CHARS) for t in tags],
+        symptoms=[scrub(s, SYMPTOM_MAX_CHARS) for s in symptoms],
+        count=sum(kinds.values()),
+        kinds=dict(kinds),
+    )
+
+
+def lesson_keys(lesson: Lesson) -> list[LessonKey]:
+    """The normalized tag and symptom rows recall looks a lesson up by."""
+    keys: dict[tuple[str, str], LessonKey] = {}
+    for kind, values in ((LessonKey.Kind.TAG, lesson.tags), (LessonKey.Kind.SYMPTOM, lesson.symptoms)):
+        for value in values:
+            norm = normalize(value)[:SYMPTOM_MAX_CHARS]
+            if not norm:
+                continue
+            symptom = kind == LessonKey.Kind.SYMPTOM
+            keys.setdefault(
+                (kind, norm),
+                LessonKey(
+                    lesson=lesson,
+                    course_id=lesson.course_id,
+                    kind=kind,
+                    value=norm,
+                    anchor=symptom_anchor(norm) if symptom else "",
+                    marked=marked(norm) if symptom else "",
+                ),
+            )
+    return list(keys.values())
+
+
+def lesson_insert(
+    *,
+    course_id,
+    title: str,
+    body: str,
+    tags: list[str],
+    symptoms: list[str],
+    kind: str,
+    source: str,
+    status: str = LessonStatus.PENDING,
+    review_by: date | None = None,
+    tokens: int | None = None,
+    **fields,
+) -> Lesson:
+    """Redact, estimate and store one lesson with its recall keys. Must run
+    inside a transaction (the lesson and its keys commit together)."""
+    if not transaction.get_connection().in_atomic_block:
+        raise RuntimeError("lesson_insert must run inside a transaction")
+    text = redact_lesson(title=title, body=body, tags=tags, symptoms=symptoms)
+    shingle_list = shingles(f"{text.title}\n{text.body}")
+    lesson = Lesson(
+        course_id=course_id,
+        title=text.title,
+        body=text.body,
+        tags=text.tags,
+        symptoms=text.symptoms,
+        kind=kind,
+        source=source,
+        status=status,
+        review_by=review_by or default_review_by(),
+        # An imported library's own count is kept; otherwise estimated from
+        # the text the prompt will carry.
+        tokens=tokens if tokens is not None else estimate_tokens(render_lesson(text.title, text.body)),
+        redactions=text.count,
+        redaction_kinds=text.kinds,
+        shingles=shingle_list,
+        shingle_count=len(shingle_list),
+        **fields,
+    )
+    if status == LessonStatus.INJECTED and lesson.injected_at is None:
+        lesson.injected_at = timezone.now()
+    lesson.save(force_insert=True)
+    LessonKey.objects.bulk_create(lesson_keys(lesson))
+    return lesson

@@ -1,0 +1,107 @@
+"""Effects of a real tutor send (SPEC §4, §6): the stored recall trace, hit
+counts and promotion to a skill candidate; and the staff decision on a
+candidate. Previews never come here."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import F
+from django.utils import timezone
+
+from lessons.access import ensure_can_manage
+from lessons.models import Lesson, LessonHit, RecalledLesson, RecallTrace, SkillCandidate
+from lessons.recall import RecallResult
+from tutor.audit import audit_record
+from tutor.errors import Conflict
+from tutor.models import AuditEvent
+
+# Seed 003 step 3: a lesson recalled three times goes to a skill review.
+LESSON_PROMOTE_HITS = 3
+
+
+def promote_hits() -> int:
+    return int(getattr(settings, "LESSON_PROMOTE_HITS", LESSON_PROMOTE_HITS))
+
+
+def _trace(result: RecallResult, *, student, task, session_id, correlation_id: str) -> RecallTrace:
+    return RecallTrace.objects.create(
+        correlation_id=correlation_id,
+        course_id=task.course_id,
+        student=student,
+        task=task,
+        session_id=session_id,
+        context=result.context.as_dict(),
+        params=result.params.as_dict(),
+        lines=result.lines,
+        counts=result.counts,
+        omitted=result.omitted,
+        used_tokens=result.used_tokens,
+        budget_tokens=result.params.budget_tokens,
+    )
+
+
+def recall_record(*, result: RecallResult, student, task, session_id, correlation_id: str) -> RecallTrace:
+    """Store the trace of one real request, and count each recalled lesson's
+    use at most once per (lesson, session): ``hit_count`` + 1 and
+    ``last_hit`` = today in one atomic UPDATE. A lesson whose ``hit_count``
+    then stands at ≥ LESSON_PROMOTE_HITS and has no skill candidate gets one
+    -- once, whatever races (one candidate per lesson, a unique constraint)."""
+    recalled = result.recalled_ids
+    if not recalled:
+        return _trace(
+            result, student=student, task=task, session_id=session_id, correlation_id=correlation_id
+        )
+    with transaction.atomic(durable=True):
+        trace = _trace(
+            result, student=student, task=task, session_id=session_id, correlation_id=correlation_id
+        )
+        RecalledLesson.objects.bulk_create(
+            RecalledLesson(trace=trace, lesson_id=lesson_id, rank=rank)
+            for rank, lesson_id in enumerate(recalled, 1)
+        )
+        if session_id is None:
+            return trace
+        # A hit row per (lesson, session): the ones this trace got are the new uses.
+        LessonHit.objects.bulk_create(
+            (LessonHit(lesson_id=lesson_id, session_id=session_id, trace=trace) for lesson_id in recalled),
+            ignore_conflicts=True,
+        )
+        counted = list(LessonHit.objects.filter(trace=trace).values_list("lesson_id", flat=True))
+        if counted:
+            Lesson.objects.filter(pk__in=counted).update(
+                hit_count=F("hit_count") + 1, last_hit=result.context.today
+            )
+            promoted = Lesson.objects.filter(
+                pk__in=counted, hit_count__gte=promote_hits(), skill_candidate__isnull=True
+            ).values_list("pk", "hit_count")
+            SkillCandidate.objects.bulk_create(
+                (SkillCandidate(lesson_id=pk, hit_count=hits) for pk, hits in promoted), ignore_conflicts=True
+            )
+    return trace
+
+
+@transaction.atomic(durable=True)
+def skill_candidate_decide(
+    *, candidate: SkillCandidate, actor, accept: bool, note: str = ""
+) -> SkillCandidate:
+    """Staff settle a skill candidate (open → accepted | dismissed), audited."""
+    ensure_can_manage(actor, candidate.lesson.course_id)
+    status = SkillCandidate.Status.ACCEPTED if accept else SkillCandidate.Status.DISMISSED
+    moved = SkillCandidate.objects.filter(pk=candidate.pk, status=SkillCandidate.Status.OPEN).update(
+        status=status, decided_by=actor, decided_at=timezone.now(), note=note
+    )
+    if moved != 1:
+        raise Conflict("this skill candidate has already been decided")
+    audit_record(
+        actor=actor,
+        event=AuditEvent.Event.SKILL_ACCEPTED if accept else AuditEvent.Event.SKILL_DISMISSED,
+        target=candidate,
+        course=candidate.lesson.course_id,
+        from_state=SkillCandidate.Status.OPEN,
+        to_state=status,
+        reason=note,
+        extra={"lesson": str(candidate.lesson_id)},
+    )
+    candidate.refresh_from_db()
+    return candidate

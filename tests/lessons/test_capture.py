@@ -1,0 +1,186 @@
+"""Capture from reviews (SPEC §6 capture a): a criterion FAILed with an
+external basis and PASSed on the next submission is one pending draft --
+never from unavailable or invalid attempts, never from hidden criteria, and
+exactly once whatever the deliveries."""
+
+from __future__ import annotations
+
+import pytest
+
+from feedback.models import ReviewAttempt
+from feedback.signals import attempt_finished
+from lessons.models import Lesson
+from lessons.services.capture import lessons_capture_from_attempt
+from tests.factories import course_data, criterion_entry, enroll, make_attempt, make_submission, make_task
+from tests.factories import review_result as result
+from tutor.coursefile import course_import, validate_course
+from tutor.models import AuditEvent
+
+CI_FAIL = criterion_entry(
+    "A1",
+    "FAIL",
+    basis="ci",
+    reason="CI failed with exit code 1",
+    evidence="1 failing\n  first([]) should be undefined",
+)
+CI_PASS = criterion_entry("A1", "PASS", basis="ci", reason="CI passed", evidence="3 passing")
+CHECK_FAIL = criterion_entry("A2", "FAIL", basis="check", reason="the report does not mention: undefined")
+CHECK_PASS = criterion_entry("A2", "PASS", basis="check", reason="the report mentions first, undefined")
+
+
+def reviewed(student, task, *criteria, status="completed", next_step="Fix the first failing item."):
+    submission = make_submission(student, task, ci_source="service")
+    return make_attempt(submission, status=status, result=result(list(criteria), next_step=next_step))
+
+
+@pytest.mark.django_db
+def test_a_fixed_criterion_becomes_one_pending_draft_per_criterion(course, task, student):
+    reviewed(student, task, CI_FAIL, CHECK_FAIL, next_step="Handle the empty array in first().")
+    fixing = reviewed(student, task, CI_PASS, CHECK_PASS)
+
+    created = lessons_capture_from_attempt(attempt_id=fixing.pk)
+
+    assert len(created) == 2
+    ci = Lesson.objects.get(source_rubric_id="A1")
+    assert (ci.status, ci.kind, ci.source, ci.course, ci.source_attempt) == (
+        "pending",
+        "guardrail",
+        "review",
+        course,
+        fixing,
+    )
+    assert ci.source_submission_id == fixing.submission_id
+    assert ci.tags == ["javascript", "docs"]
+    assert ci.symptoms == ["CI failed with exit code 1", "1 failing", "first([]) should be undefined"]
+    assert ci.title == "[t1 A1] CI failed with exit code 1"
+    assert "Symptom: CI failed with exit code 1" in ci.body
+    assert "What fixed it: Handle the empty array in first()." in ci.body
+    assert "passed on the next submission (CI passed)" in ci.body
+    assert Lesson.objects.get(source_rubric_id="A2").symptoms == ["the report does not mention: undefined"]
+    event = AuditEvent.objects.get(target_id=str(ci.pk))
+    assert (event.event, event.actor, event.actor_label, event.to_state) == (
+        "lesson_created",
+        None,
+        "review capture",
+        "pending",
+    )
+
+
+@pytest.mark.django_db
+def test_capture_listens_to_attempt_finished_and_happens_once_whatever_the_deliveries(task, student):
+    reviewed(student, task, CI_FAIL)
+    fixing = reviewed(student, task, CI_PASS)
+
+    for _ in range(3):  # a duplicate delivery of the hook, or of the capture
+        attempt_finished.send(sender=ReviewAttempt, attempt_id=fixing.pk, status="completed")
+    rereview = make_attempt(fixing.submission, result=result([CI_PASS]))  # the fixing submission re-reviewed
+    attempt_finished.send(sender=ReviewAttempt, attempt_id=rereview.pk, status="completed")
+
+    assert Lesson.objects.filter(source="review").count() == 1
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("side", ["failing", "fixing"])
+@pytest.mark.parametrize("status", ["unavailable", "invalid"])
+def test_never_from_an_unavailable_or_invalid_attempt(task, student, side, status):
+    # An unavailable attempt keeps its machine-check verdicts (SPEC §2), still no lesson.
+    first = reviewed(student, task, CI_FAIL, status=status if side == "failing" else "completed")
+    fixing = reviewed(student, task, CI_PASS, status=status if side == "fixing" else "completed")
+    assert ReviewAttempt.objects.get(pk=first.pk).result is not None
+
+    lessons_capture_from_attempt(attempt_id=fixing.pk)
+    attempt_finished.send(sender=ReviewAttempt, attempt_id=fixing.pk, status=fixing.status)
+
+    assert Lesson.objects.count() == 0
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("before", "after"),
+    [
+        (
+            criterion_entry("A1", "FAIL", basis="self_report"),
+            criterion_entry("A1", "PASS", basis="self_report"),
+        ),
+        (criterion_entry("A3", "FAIL", basis="model"), criterion_entry("A3", "PASS", basis="model")),
+        (CI_FAIL, criterion_entry("A1", "PASS", basis="staff")),
+        (CI_FAIL, criterion_entry("A1", "PASS", basis="self_report")),
+        (CI_FAIL, criterion_entry("A1", "NEED_REVIEW", basis="none")),
+        (criterion_entry("A1", "NEED_REVIEW", basis="ci"), CI_PASS),
+    ],
+    ids=["self-report", "model", "staff-pass", "self-reported-pass", "not-passed", "not-failed"],
+)
+def test_only_an_external_fail_then_an_external_pass_is_a_verified_fix(task, student, before, after):
+    reviewed(student, task, before)
+    fixing = reviewed(student, task, after)
+
+    assert lessons_capture_from_attempt(attempt_id=fixing.pk) == []
+
+
+@pytest.mark.django_db
+def test_only_the_students_next_submission_counts(task, student, other_student):
+    reviewed(student, task, CI_FAIL)
+    reviewed(other_student, task, CI_PASS)  # another student's pass fixes nothing of alice's
+    still_failing = reviewed(student, task, CI_FAIL)
+    fixing = reviewed(student, task, CI_PASS)
+    passing_again = reviewed(student, task, CI_PASS)
+
+    for attempt in (still_failing, fixing, passing_again):
+        lessons_capture_from_attempt(attempt_id=attempt.pk)
+
+    [lesson] = Lesson.objects.all()
+    assert lesson.source_submission_id == fixing.submission_id
+
+
+@pytest.mark.django_db
+def test_never_from_a_hidden_criterion(db):
+    criteria = [
+        {"id": "A1", "kind": "acceptance", "text": "CI passes", "check": {"type": "ci_passed"}},
+        {
+            "id": "H1",
+            "kind": "acceptance",
+            "text": "Hidden tests pass",
+            "check": {"type": "ci_passed"},
+            "visibility": "hidden",
+        },
+    ]
+    course = course_import(spec=validate_course(course_data("hidden-101", criteria=criteria))).course
+    task = make_task(course)
+    student = enroll(course, "dave")
+    hidden_fail = criterion_entry("H1", "FAIL", basis="ci", reason="expected 42, got 41")
+    reviewed(student, task, CI_FAIL, hidden_fail)
+    fixing = reviewed(student, task, CI_PASS, criterion_entry("H1", "PASS", basis="ci"))
+
+    lessons_capture_from_attempt(attempt_id=fixing.pk)
+
+    assert list(Lesson.objects.values_list("source_rubric_id", flat=True)) == ["A1"]
+    assert not Lesson.objects.filter(body__contains="expected 42").exists()
+
+
+@pytest.mark.django_db
+def test_a_rubric_version_change_between_the_submissions_captures_nothing(task, student):
+    reviewed(student, task, CI_FAIL)
+    fixing = make_attempt(make_submission(student, task), result=result([CI_PASS]), rubric_version="2027.1")
+
+    assert lessons_capture_from_attempt(attempt_id=fixing.pk) == []
+
+
+@pytest.mark.django_db
+def test_secrets_in_the_failing_review_are_redacted_before_the_draft_is_stored(task, student):
+    leaky = criterion_entry(
+        "A1",
+        "FAIL",
+        basis="ci",
+        reason="CI failed: could not reach 10.1.2.3",
+        evidence="export GITHUB_TOKEN=ghp_abcdefghijklmnopqrstuvwxyz0123\nmail ops@example.com",
+    )
+    reviewed(student, task, leaky)
+    fixing = reviewed(student, task, CI_PASS)
+
+    [lesson] = lessons_capture_from_attempt(attempt_id=fixing.pk)
+
+    stored = " ".join([lesson.title, lesson.body, *lesson.symptoms])
+    for secret in ("10.1.2.3", "ghp_abcdefghijklmnopqrstuvwxyz0123", "ops@example.com"):
+        assert secret not in stored
+    assert lesson.redactions >= 5  # in the title, the body and the symptoms
+    assert set(lesson.redaction_kinds) >= {"ip_address", "api_key", "email"}

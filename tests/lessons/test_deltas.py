@@ -1,0 +1,391 @@
+"""Playbook deltas (SPEC §6; seed 004): an external signal or nothing; adds
+become pending lessons, at most three per signal attempt; marks only for
+lessons actually used, once per signal; all or nothing; every refusal names
+the delta and the rule."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+
+from lessons.models import DeltaBump, Lesson, LessonStatus, RecalledLesson, RecallTrace
+from tests.factories import client_for, criterion_entry, enroll, make_attempt, make_submission, review_result
+from tests.lessons.conftest import errors, make_lesson
+from tutor.models import AuditEvent, Enrollment
+
+URL = "/api/lessons/deltas/"
+
+
+def signal(student, task, *criteria, status="completed"):
+    criteria = criteria or (criterion_entry("A1", "FAIL", basis="ci", reason="CI failed"),)
+    return make_attempt(
+        make_submission(student, task, ci_source="service"),
+        status=status,
+        result=review_result(list(criteria)) if status == "completed" else None,
+    )
+
+
+def add(title="Check the empty array first", body="Run first([]) before anything else.", **extra):
+    return {"op": "add", "title": title, "body": body, "tags": ["arrays"], "symptoms": ["1 failing"], **extra}
+
+
+def send(client, attempt, *deltas):
+    return client.post(URL, {"signal_attempt": str(attempt.pk), "deltas": list(deltas)}, format="json")
+
+
+def recalled_for(lesson, student, task):
+    """A stored recall trace showing ``lesson`` recalled for the student and task."""
+    trace = RecallTrace.objects.create(
+        correlation_id="cid",
+        course=task.course,
+        student=student,
+        task=task,
+        context={},
+        params={},
+        lines=[],
+        counts={},
+        omitted={},
+        used_tokens=lesson.tokens,
+        budget_tokens=800,
+    )
+    RecalledLesson.objects.create(trace=trace, lesson=lesson, rank=1)
+
+
+@pytest.fixture
+def attempt(student, task):
+    return signal(student, task)
+
+
+# --- the external signal ---------------------------------------------------------------------
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    "criteria",
+    [
+        [criterion_entry("A3", "PASS", basis="model")],
+        [criterion_entry("A1", "FAIL", basis="self_report")],
+        [criterion_entry("A1", "PASS", basis="staff")],
+        [criterion_entry("L1", "FAIL", basis="check", kind="learning")],  # not an acceptance criterion
+    ],
+    ids=["model-only", "self-reported", "staff", "learning-check"],
+)
+def test_without_an_external_signal_nothing_is_applied(student, task, staff_client, criteria):
+    attempt = signal(student, task, *criteria)
+
+    response = send(staff_client, attempt, add())
+
+    assert response.status_code == 400
+    assert errors(response) == {"signal_attempt": "external verification signal required"}
+    assert Lesson.objects.count() == 0
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("status", ["queued", "unavailable"])
+def test_an_unfinished_or_unavailable_attempt_is_no_signal(student, task, staff_client, status):
+    attempt = signal(student, task, status=status)
+
+    response = send(staff_client, attempt, add())
+
+    assert errors(response) == {"signal_attempt": "external verification signal required"}
+
+
+@pytest.mark.django_db
+def test_an_unknown_or_foreign_signal_attempt_is_refused(student, task, staff_client, other_staff_client):
+    attempt = signal(student, task)
+
+    unknown = staff_client.post(URL, {"signal_attempt": str(uuid.uuid4()), "deltas": [add()]}, format="json")
+    foreign = send(other_staff_client, attempt, add())
+
+    assert "signal_attempt" in errors(unknown) and "signal_attempt" in errors(foreign)
+    assert Lesson.objects.count() == 0
+
+
+# --- add -----------------------------------------------------------------------------------
+
+
+@pytest.mark.django_db
+def test_an_add_becomes_a_pending_guardrail_when_the_signal_failed(attempt, staff, staff_client, course):
+    response = send(staff_client, attempt, add(body="Rotate sk-abcdefghijklmnopqrstuvwx first."))
+
+    assert response.status_code == 200, response.content
+    [applied] = response.json()["applied"]
+    lesson = Lesson.objects.get(pk=applied["lesson"])
+    assert applied == {"index": 0, "op": "add", "lesson": str(lesson.pk), "duplicate_of": None}
+    assert (lesson.status, lesson.kind, lesson.source, lesson.course) == (
+        "pending",
+        "guardrail",
+        "delta",
+        course,
+    )
+    assert (lesson.source_attempt, lesson.delta_slot, lesson.created_by) == (attempt, 1, staff)
+    assert "sk-abcdefghijklmnopqrstuvwx" not in lesson.body and lesson.redactions == 1
+    event = AuditEvent.objects.get(event="delta_applied")
+    assert (event.actor, event.to_state, event.extra["op"]) == (staff, "pending", "add")
+
+
+@pytest.mark.django_db
+def test_an_add_on_a_passing_signal_is_a_strategy(student, task, staff_client):
+    attempt = signal(student, task, criterion_entry("A2", "PASS", basis="check"))
+
+    send(staff_client, attempt, add())
+
+    assert Lesson.objects.get().kind == "strategy"
+
+
+@pytest.mark.django_db
+def test_at_most_three_adds_per_signal_attempt_across_requests_all_or_nothing(attempt, staff_client):
+    first = send(staff_client, attempt, add("one alpha"), add("two beta"))
+    second = send(staff_client, attempt, add("three gamma"), add("four delta"))
+    third = send(staff_client, attempt, add("three gamma"))
+    fourth = send(staff_client, attempt, add("four delta"))
+
+    assert first.status_code == 200
+    assert second.status_code == 400
+    assert errors(second) == {
+        "deltas.1": "at most 3 add deltas per signal attempt (2 already added for this attempt)"
+    }
+    assert third.status_code == 200
+    assert fourth.status_code == 400
+    assert sorted(Lesson.objects.values_list("delta_slot", flat=True)) == [1, 2, 3]
+
+
+@pytest.mark.django_db
+def test_a_near_duplicate_add_is_named_and_does_not_count(course, attempt, staff_client):
+    existing = make_lesson(
+        course=course,
+        title="Check the empty array first",
+        body="Run first([]) before anything else.",
+        status=LessonStatus.REJECTED,
+    )
+
+    response = send(
+        staff_client,
+        attempt,
+        add(title="check the empty ARRAY first!", body="Run first([]) before anything else"),  # Jaccard 1.0
+        add("a", body="b"),
+        add("c", body="d"),
+        add("e", body="f"),
+    )
+
+    assert response.status_code == 200, response.content
+    applied = response.json()["applied"]
+    assert applied[0] == {"index": 0, "op": "add", "lesson": None, "duplicate_of": str(existing.pk)}
+    assert all(item["lesson"] for item in applied[1:])
+    assert Lesson.objects.filter(source="delta").count() == 3
+
+
+@pytest.mark.django_db
+def test_two_near_identical_adds_in_one_request_keep_the_first(attempt, staff_client):
+    response = send(staff_client, attempt, add(), add(body="Run first([]) before anything else!"))
+
+    first, second = response.json()["applied"]
+    assert second["duplicate_of"] == first["lesson"] and second["lesson"] is None
+    assert Lesson.objects.count() == 1
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("delta", "field"),
+    [
+        ({"op": "rewrite", "lesson": str(uuid.uuid4()), "body": "x"}, "deltas.0.op"),
+        ({"op": "delete", "lesson": str(uuid.uuid4())}, "deltas.0.op"),
+        ({"title": "no op"}, "deltas.0.op"),
+        ({"op": "add", "title": "t"}, "deltas.0.body"),
+        ({"op": "add", "title": "t", "body": "b", "symptoms": ["???"]}, "deltas.0.symptoms.0"),
+        ({"op": "add", "title": "t", "body": "b", "lesson": str(uuid.uuid4())}, "deltas.0.lesson"),
+        ({"op": "helpful"}, "deltas.0.lesson"),
+        ({"op": "helpful", "lesson": "not-a-uuid"}, "deltas.0.lesson"),
+    ],
+)
+def test_every_malformed_delta_is_a_400_naming_it(attempt, staff_client, delta, field):
+    response = send(staff_client, attempt, delta)
+
+    assert response.status_code == 400, response.content
+    assert field in errors(response), errors(response)
+    assert Lesson.objects.count() == 0
+
+
+@pytest.mark.django_db
+def test_an_empty_or_missing_delta_list_is_a_400(attempt, staff_client):
+    empty = errors(staff_client.post(URL, {"signal_attempt": str(attempt.pk), "deltas": []}, format="json"))
+    missing = errors(staff_client.post(URL, {"signal_attempt": str(attempt.pk)}, format="json"))
+
+    assert list(empty) == ["deltas.non_field_errors"] and list(missing) == ["deltas"]
+
+
+# --- helpful / harmful -------------------------------------------------------------------------
+
+
+@pytest.mark.django_db
+def test_a_mark_needs_a_recall_trace_of_that_student_and_task(
+    course, student, other_student, task, staff_client
+):
+    lesson = make_lesson(course=course)
+    attempt = signal(student, task)
+    recalled_for(lesson, other_student, task)  # someone else's use does not count
+
+    refused = send(staff_client, attempt, {"op": "helpful", "lesson": str(lesson.pk)})
+    recalled_for(lesson, student, task)
+    applied = send(staff_client, attempt, {"op": "helpful", "lesson": str(lesson.pk)})
+
+    assert refused.status_code == 400
+    assert "recall trace" in errors(refused)["deltas.0.lesson"]
+    assert applied.status_code == 200
+    lesson.refresh_from_db()
+    assert (lesson.helpful, lesson.harmful) == (1, 0)
+    event = AuditEvent.objects.get(event="delta_applied")
+    assert event.extra == {
+        "op": "helpful",
+        "signal_attempt": str(attempt.pk),
+        "index": 0,
+        "helpful": 1,
+        "harmful": 0,
+    }
+
+
+@pytest.mark.django_db
+def test_a_trace_after_the_signal_attempt_counts_too(course, student, task, staff_client):
+    lesson = make_lesson(course=course)
+    attempt = signal(student, task)
+    recalled_for(lesson, student, task)  # made after the attempt
+
+    assert send(staff_client, attempt, {"op": "harmful", "lesson": str(lesson.pk)}).status_code == 200
+
+
+@pytest.mark.django_db
+def test_one_mark_per_signal_attempt_and_lesson(course, student, task, staff_client):
+    lesson = make_lesson(course=course)
+    recalled_for(lesson, student, task)
+    attempt, later = signal(student, task), signal(student, task)
+
+    twice_in_one = send(
+        staff_client,
+        attempt,
+        {"op": "helpful", "lesson": str(lesson.pk)},
+        {"op": "harmful", "lesson": str(lesson.pk)},
+    )
+    once = send(staff_client, attempt, {"op": "helpful", "lesson": str(lesson.pk)})
+    again = send(staff_client, attempt, {"op": "harmful", "lesson": str(lesson.pk)})
+    other_signal = send(staff_client, later, {"op": "helpful", "lesson": str(lesson.pk)})
+
+    assert twice_in_one.status_code == 400 and "deltas.1.lesson" in errors(twice_in_one)
+    assert once.status_code == 200
+    assert again.status_code == 400 and "already marked" in errors(again)["deltas.0.lesson"]
+    assert other_signal.status_code == 200
+    lesson.refresh_from_db()
+    assert (lesson.helpful, lesson.harmful) == (2, 0)
+    assert DeltaBump.objects.count() == 2
+
+
+@pytest.mark.django_db
+def test_a_request_applies_all_or_nothing(course, student, task, staff_client):
+    marked = make_lesson(course=course)
+    recalled_for(marked, student, task)
+    unused = make_lesson(course=course)
+    attempt = signal(student, task)
+
+    response = send(
+        staff_client,
+        attempt,
+        add(),
+        {"op": "helpful", "lesson": str(marked.pk)},
+        {"op": "harmful", "lesson": str(unused.pk)},  # never recalled: refused
+    )
+
+    assert response.status_code == 400 and "deltas.2.lesson" in errors(response)
+    marked.refresh_from_db()
+    assert (Lesson.objects.filter(source="delta").count(), marked.helpful, DeltaBump.objects.count()) == (
+        0,
+        0,
+        0,
+    )
+    assert not AuditEvent.objects.filter(event="delta_applied").exists()
+
+
+@pytest.mark.django_db
+def test_harmful_three_times_and_more_than_helpful_quarantines_automatically(course, student, task, staff):
+    lesson = make_lesson(course=course)
+    recalled_for(lesson, student, task)
+    client = client_for(staff)
+
+    for _ in range(3):
+        assert (
+            send(client, signal(student, task), {"op": "harmful", "lesson": str(lesson.pk)}).status_code
+            == 200
+        )
+
+    lesson.refresh_from_db()
+    assert (lesson.status, lesson.harmful) == ("quarantined", 3)
+    event = AuditEvent.objects.get(event="lesson_quarantined")
+    assert (event.from_state, event.to_state, event.extra["automatic"]) == ("injected", "quarantined", True)
+
+
+@pytest.mark.django_db
+def test_harmful_three_times_but_not_more_than_helpful_keeps_it_injected(course, student, task, staff_client):
+    lesson = make_lesson(course=course)
+    recalled_for(lesson, student, task)
+    for op in ("helpful", "helpful", "helpful", "harmful", "harmful", "harmful"):
+        assert (
+            send(staff_client, signal(student, task), {"op": op, "lesson": str(lesson.pk)}).status_code == 200
+        )
+
+    lesson.refresh_from_db()
+    assert (lesson.status, lesson.helpful, lesson.harmful) == ("injected", 3, 3)
+
+
+# --- who may send --------------------------------------------------------------------------------
+
+
+@pytest.mark.django_db
+def test_a_course_service_account_may_send_deltas_a_student_may_not(
+    course, service, student, student_client, task
+):
+    attempt = signal(student, task)
+
+    assert send(client_for(service), attempt, add()).status_code == 200
+    assert send(student_client, attempt, add("other")).status_code == 403
+
+
+@pytest.mark.django_db
+def test_a_service_account_of_another_course_is_refused(student, task, other_course):
+    attempt = signal(student, task)
+    foreign = enroll(other_course, "other-ci", Enrollment.Role.SERVICE)
+
+    response = send(client_for(foreign), attempt, add())
+
+    assert response.status_code == 400 and "signal_attempt" in errors(response)
+
+
+# --- concurrency ---------------------------------------------------------------------------------
+
+
+@pytest.mark.django_db(transaction=True)
+def test_concurrent_marks_lose_no_increment():
+    from tests.factories import make_course, make_task
+    from tests.feedback.test_concurrency import run_concurrently
+    from tests.lessons.conftest import make_lesson as lesson_factory
+
+    course = make_course("race-101")
+    task = make_task(course)
+    student = enroll(course, "racer")
+    staff = enroll(course, "race-staff", Enrollment.Role.STAFF)
+    lesson = lesson_factory(course=course)
+    recalled_for(lesson, student, task)
+    count = 12
+    attempts = [signal(student, task) for _ in range(count)]
+
+    def mark(i: int):
+        from lessons.services.deltas import deltas_apply
+
+        op = "helpful" if i % 2 else "harmful"
+        return deltas_apply(
+            actor=staff, signal_attempt_id=attempts[i].pk, deltas=[{"op": op, "lesson": lesson.pk}]
+        )
+
+    run_concurrently(count, mark)
+
+    lesson.refresh_from_db()
+    assert (lesson.helpful, lesson.harmful) == (count // 2, count // 2)
+    assert DeltaBump.objects.filter(lesson=lesson).count() == count
