@@ -39,6 +39,7 @@ from corrections.models import (
     CorrectionCase,
     CorrectionType,
     Fact,
+    FactToken,
     MemoryItem,
     MemoryTier,
     ProcessRule,
@@ -89,8 +90,13 @@ def facts_relevant(
     if not tokens:
         return Selection(rows=[], total=0)
     fresh_since = now - timedelta(days=setting("CORRECTIONS_FACT_TTL_DAYS"))
+    # Candidates come from the token index (facttoken_course_token_idx): with
+    # thousands of facts in a course, starting from the course's facts would
+    # join every one of them with its tokens to find the few that match.
+    candidates = FactToken.objects.filter(course_id=course_id, token__in=tokens).values("fact_id")
     qs = (
         Fact.objects.filter(
+            id__in=candidates,
             course_id=course_id,
             status__in=INJECTED_FACT_STATUSES,
             tokens__token__in=tokens,

@@ -14,9 +14,11 @@ never written by hand, so it cannot drift from the queryset; the tests run
 each prepared query against its plain ORM twin on both databases (same SQL,
 same rows).
 
-Only exact-match parameters can be prepared (``field=value``, ``in`` lists
-are not): a lookup such as ``icontains`` rewrites its value, and a sentinel
-that is rewritten is reported at preparation time rather than run wrong.
+Parameters are exact values (``field=value``, a ``Value(x)``) or lists of
+them (``field__in=[...]``, kind ``"str[]"``): a list's length is part of the
+SQL, so each length compiles once. A lookup such as ``icontains`` rewrites
+its value, and a sentinel that is rewritten is reported at preparation time
+rather than run wrong.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from django.core.exceptions import EmptyResultSet
 from django.db import connections, models
 
 # How a parameter's Python value becomes its database form, per kind.
@@ -34,7 +37,9 @@ _KIND_FIELDS: dict[str, models.Field] = {
     "int": models.BigIntegerField(),
     "uuid": models.UUIDField(),
     "str": models.TextField(),
+    "float": models.FloatField(),
 }
+LIST = "[]"  # "str[]": a list of str
 
 
 class PreparationError(RuntimeError):
@@ -48,15 +53,19 @@ def _sentinel(kind: str, index: int):
         return 2_000_000_000 + index
     if kind == "uuid":
         return uuid.UUID(int=0x7E57_0000_0000_0000_0000_0000_0000_0000 + index)
+    if kind == "float":
+        return 7_340_000.000_123 + index
     return f"\u2063prepared-parameter-{index}\u2063"  # INVISIBLE SEPARATOR: never in real data
 
 
 @dataclass(frozen=True)
 class _Compiled:
     sql: str
-    params: tuple  # constants, with a slot name (str in a 1-tuple) where a parameter goes
+    # Constants, with a slot where a parameter goes: (name,) or (name, index in its list).
+    params: tuple
     compiler: Any
     names: tuple[str, ...]
+    empty: bool = False  # an empty IN list made the whole query match nothing
 
 
 class PreparedQuery:
@@ -66,7 +75,7 @@ class PreparedQuery:
     are passed to ``build`` as they are, and each distinct value compiles once."""
 
     def __init__(self, build: Callable[..., models.QuerySet], *, shape: tuple[str, ...] = (), **kinds: str):
-        unknown = set(kinds.values()) - set(_KIND_FIELDS)
+        unknown = {kind.removesuffix(LIST) for kind in kinds.values()} - set(_KIND_FIELDS)
         if unknown:
             raise ValueError(f"unknown parameter kinds: {sorted(unknown)}")
         self.build = build
@@ -76,36 +85,58 @@ class PreparedQuery:
         self._lock = threading.Lock()
 
     def _db_value(self, name: str, value, connection):
-        return _KIND_FIELDS[self.kinds[name]].get_db_prep_value(value, connection, prepared=False)
+        field = _KIND_FIELDS[self.kinds[name].removesuffix(LIST)]
+        return field.get_db_prep_value(value, connection, prepared=False)
 
-    def _compile(self, using: str, shape: dict) -> _Compiled:
+    def _is_list(self, name: str) -> bool:
+        return self.kinds[name].endswith(LIST)
+
+    def _compile(self, using: str, shape: dict, lengths: dict[str, int]) -> _Compiled:
         connection = connections[using]
-        sentinels = {name: _sentinel(kind, i) for i, (name, kind) in enumerate(self.kinds.items())}
+        sentinels, slots = {}, {}
+        for i, (name, kind) in enumerate(self.kinds.items()):
+            base = kind.removesuffix(LIST)
+            if self._is_list(name):
+                sentinels[name] = [_sentinel(base, i * 1000 + j) for j in range(lengths[name])]
+                for j, value in enumerate(sentinels[name]):
+                    slots[self._db_value(name, value, connection)] = (name, j)
+            else:
+                sentinels[name] = _sentinel(base, i * 1000)
+                slots[self._db_value(name, sentinels[name], connection)] = (name,)
         queryset = self.build(**sentinels, **shape)
         query = queryset.query
         compiler = query.get_compiler(using=using)
-        sql, params = compiler.as_sql()
-        by_db_value = {self._db_value(name, value, connection): name for name, value in sentinels.items()}
+        try:
+            sql, params = compiler.as_sql()
+        except EmptyResultSet:
+            return _Compiled(sql="", params=(), compiler=compiler, names=(), empty=True)
         template, seen = [], set()
         for param in params:
-            name = by_db_value.get(param) if isinstance(param, (int, str, uuid.UUID)) else None
-            if name is None:
+            slot = slots.get(param) if isinstance(param, (int, float, str, uuid.UUID)) else None
+            if slot is None:
                 template.append(param)
             else:
-                template.append((name,))
-                seen.add(name)
-        missing = set(self.kinds) - seen
+                template.append(slot)
+                seen.add(slot[0])
+        expected = {name for name in self.kinds if not (self._is_list(name) and not lengths[name])}
+        missing = expected - seen
         if missing:
             raise PreparationError(f"parameters {sorted(missing)} do not reach the SQL as plain values")
         names = (*query.extra_select, *query.values_select, *query.annotation_select)
         return _Compiled(sql=sql, params=tuple(template), compiler=compiler, names=names)
 
-    def compiled(self, using: str = "default", **shape) -> _Compiled:
-        key = (using, connections[using].vendor, *(shape[name] for name in self.shape))
+    def compiled(self, using: str = "default", lengths: dict[str, int] | None = None, **shape) -> _Compiled:
+        lengths = lengths or {}
+        key = (
+            using,
+            connections[using].vendor,
+            *(shape[name] for name in self.shape),
+            *(lengths.get(name, 0) for name in self.kinds if self._is_list(name)),
+        )
         compiled = self._compiled.get(key)
         if compiled is None:
             with self._lock:
-                compiled = self._compiled.get(key) or self._compile(using, shape)
+                compiled = self._compiled.get(key) or self._compile(using, shape, lengths)
                 self._compiled[key] = compiled
         return compiled
 
@@ -113,11 +144,13 @@ class PreparedQuery:
         """The rows of the query for ``values`` (and the ``shape`` arguments),
         as ``values()`` dicts."""
         shape = {name: values.pop(name) for name in self.shape}
-        compiled = self.compiled(using, **shape)
+        lists = {name: list(values[name]) for name in self.kinds if self._is_list(name)}
+        compiled = self.compiled(using, lengths={name: len(v) for name, v in lists.items()}, **shape)
+        if compiled.empty:
+            return []
         connection = connections[using]
         params = [
-            self._db_value(p[0], values[p[0]], connection) if isinstance(p, tuple) else p
-            for p in compiled.params
+            self._param(p, values, lists, connection) if isinstance(p, tuple) else p for p in compiled.params
         ]
         with connection.cursor() as cursor:
             cursor.execute(compiled.sql, params)
@@ -126,6 +159,11 @@ class PreparedQuery:
         return [
             dict(zip(names, row, strict=True)) for row in compiled.compiler.results_iter(results=[fetched])
         ]
+
+    def _param(self, slot: tuple, values: dict, lists: dict, connection):
+        name = slot[0]
+        value = lists[name][slot[1]] if len(slot) == 2 else values[name]
+        return self._db_value(name, value, connection)
 
     def first(self, using: str = "default", **values) -> dict | None:
         rows = self.rows(using, **values)

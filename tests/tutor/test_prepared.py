@@ -7,6 +7,7 @@ from __future__ import annotations
 import uuid
 
 import pytest
+from django.db.models import FloatField, Value
 
 from feedback.models import AttemptStatus
 from feedback.selectors import LATEST_ROW, LATEST_ROW_WITHOUT_RUBRIC
@@ -21,7 +22,9 @@ from tutor.sessions import session_open
 def assert_matches_orm(prepared: PreparedQuery, **values):
     queryset = prepared.build(**values)
     shape = {name: values[name] for name in prepared.shape}
-    assert prepared.compiled(**shape).sql == queryset.query.get_compiler("default").as_sql()[0]
+    lengths = {name: len(v) for name, v in values.items() if isinstance(v, list)}
+    orm_sql = queryset.query.get_compiler("default").as_sql()[0]
+    assert prepared.compiled(lengths=lengths, **shape).sql == orm_sql
     rows = prepared.rows(**values)
     assert rows == list(queryset)
     return rows
@@ -104,3 +107,23 @@ def test_a_rewritten_parameter_is_refused_at_preparation(task):
 
     with pytest.raises(PreparationError, match="slug"):
         prepared.rows(slug="t1")
+
+
+def test_list_and_float_parameters_compile_once_per_list_length(course):
+    make_task(course, "t1")  # the course fixture's task
+    prepared = PreparedQuery(
+        lambda slugs, weight: (
+            Task.objects.filter(course=course, slug__in=slugs)
+            .annotate(weight=Value(weight, output_field=FloatField()))
+            .values("slug", "weight")
+            .order_by("slug")
+        ),
+        slugs="str[]",
+        weight="float",
+    )
+
+    assert assert_matches_orm(prepared, slugs=["t1", "nope"], weight=0.25) == [{"slug": "t1", "weight": 0.25}]
+    assert assert_matches_orm(prepared, slugs=["nope", "t1"], weight=0.5) == [{"slug": "t1", "weight": 0.5}]
+    assert assert_matches_orm(prepared, slugs=["t1"], weight=1.0) == [{"slug": "t1", "weight": 1.0}]
+    assert prepared.rows(slugs=[], weight=0.1) == []  # an empty IN list matches nothing
+    assert len(prepared._compiled) == 3  # lengths 2, 1 and 0
