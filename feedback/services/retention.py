@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from django.db import connection, transaction
+from django.db import connection, models, transaction
 
 from feedback.models import AttemptPurgePermit, ReviewAttempt, Submission
 from tutor.audit import audit_record
@@ -47,6 +47,27 @@ def _delete_where(model, column: str, ids: list) -> int:
     return deleted
 
 
+def _release_references(model, ids: list) -> None:
+    """Rows of other models that point at the purged ones follow their own
+    ``on_delete``: CASCADE rows go too (through the ORM, with their own
+    dependants), SET_NULL ones let go. The purge's own tables are left to the
+    statements below. Read from model metadata, so an app that adds a
+    reference (regrade requests, agreement pairs, lessons' sources) needs no
+    edit here."""
+    for relation in model._meta.related_objects:
+        related = relation.related_model
+        if related in (Submission, ReviewAttempt) or not relation.field.concrete:
+            continue
+        for start in range(0, len(ids), PURGE_CHUNK):
+            rows = related._base_manager.filter(
+                **{f"{relation.field.name}__in": ids[start : start + PURGE_CHUNK]}
+            )
+            if relation.on_delete is models.CASCADE:
+                rows.delete()
+            elif relation.on_delete is models.SET_NULL:
+                rows.update(**{relation.field.name: None})
+
+
 def attempts_purge(*, submission_ids: list, reason: str, actor=None, course=None) -> Purged:
     """Delete the given submissions and every review attempt of theirs, and
     record one ``attempts_purged`` audit event (actor None: an operator).
@@ -59,6 +80,9 @@ def attempts_purge(*, submission_ids: list, reason: str, actor=None, course=None
     ids = list(submission_ids)
     with transaction.atomic():
         permit = AttemptPurgePermit.objects.create(reason=reason[:200])
+        attempt_ids = list(ReviewAttempt.objects.filter(submission_id__in=ids).values_list("pk", flat=True))
+        _release_references(ReviewAttempt, attempt_ids)
+        _release_references(Submission, ids)
         attempts = _delete_where(ReviewAttempt, "submission_id", ids)
         submissions = _delete_where(Submission, "id", ids)
         # Foreign keys are deferred to the commit; checked now, a row left

@@ -10,9 +10,18 @@ import pytest
 from django.core.management import call_command
 from django.db import DatabaseError, IntegrityError, connection, transaction
 
-from feedback.models import AttemptPurgePermit, AttemptStatus, ReviewAttempt, Submission
+from feedback.models import (
+    AttemptPurgePermit,
+    AttemptStatus,
+    CriterionAgreement,
+    RegradeRequest,
+    ReviewAttempt,
+    Submission,
+)
+from feedback.services.regrades import regrade_request_create
 from feedback.services.retention import attempts_purge
-from tests.factories import make_attempt, make_submission
+from feedback.services.verdicts import staff_verdict_create
+from tests.factories import criterion_entry, make_attempt, make_submission, review_result
 from tutor.models import AuditEvent
 
 
@@ -120,3 +129,29 @@ def test_the_benchmark_cleanup_goes_through_the_audited_purge(db):
     assert events.exists()
     assert sum(e.extra["submissions"] for e in events) == 60
     assert {e.reason for e in events} == {"bench_context cleanup"}
+
+
+@pytest.mark.django_db
+def test_the_purge_takes_rows_of_other_apps_that_point_at_the_purged_history(student, task, staff):
+    submission = make_submission(student, task)
+    make_attempt(
+        submission,
+        result=review_result(
+            [
+                criterion_entry("A1", "PASS", basis="ci"),
+                criterion_entry("A2", "FAIL"),
+                criterion_entry("A3", "PASS", basis="model"),
+                criterion_entry("L1", "PASS", kind="learning"),
+            ]
+        ),
+    )
+    regrade_request_create(submission=submission, student=student, rubric_id="A2", reason="it does name it")
+    staff_verdict_create(
+        submission=submission, staff=staff, criteria=[{"rubric_id": "A2", "status": "PASS", "reason": "ok"}]
+    )
+    assert CriterionAgreement.objects.count() == 1 and RegradeRequest.objects.count() == 1
+
+    purged = attempts_purge(submission_ids=[submission.pk], reason="retention test")
+
+    assert (purged.submissions, purged.attempts) == (1, 2)
+    assert not CriterionAgreement.objects.exists() and not RegradeRequest.objects.exists()
