@@ -19,7 +19,7 @@ from feedback.repair import LoopResult, ValidationFailed, run_repair_loop
 from tutor import llm
 from tutor.fencing import fence
 from tutor.redaction import redact_text
-from tutor.rubrics import Verdict
+from tutor.rubrics import Verdict, is_hidden
 
 REVIEW_EVIDENCE_CHARS = 24_000  # evidence budget inside the review prompt
 REVIEW_REASON_CHARS = 1000  # longest reason/evidence kept from a model verdict
@@ -32,7 +32,9 @@ is insufficient or conflicting). Quote the evidence you relied on.
 Reply with one JSON object and nothing else:
 {"verdicts": [{"rubric_id": "...", "status": "PASS|FAIL|NEED_REVIEW", "reason": "...", "evidence": "..."}],
  "next_step": "one concrete next step for the student"}
-There must be exactly one verdict for each criterion id listed, and no other ids."""
+There must be exactly one verdict for each criterion id listed, and no other ids.
+A criterion marked (hidden) is a hidden check: judge it like the others, but never mention it, its
+reason or its evidence in next_step -- the student must not learn what it checks."""
 
 
 def evidence_text(evidence: dict, budget: int = REVIEW_EVIDENCE_CHARS) -> str:
@@ -55,7 +57,7 @@ def evidence_text(evidence: dict, budget: int = REVIEW_EVIDENCE_CHARS) -> str:
 
 
 def review_messages(task, criteria: list[dict], evidence: dict) -> list[dict]:
-    listing = "\n".join(f"- {c['id']}: {c['text']}" for c in criteria)
+    listing = "\n".join(f"- {c['id']}{' (hidden)' if is_hidden(c) else ''}: {c['text']}" for c in criteria)
     user = (
         f"Task: {task.title}\nGoal: {task.goal}\n\nCriteria to judge:\n{listing}\n\n"
         f"{fence('EVIDENCE', evidence_text(evidence))}"

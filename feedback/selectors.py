@@ -19,7 +19,7 @@ from feedback.results import result_contract_error
 from feedback.versions import NoRubric, Versions, current_versions
 from feedback.visibility import student_result
 from tutor import access
-from tutor.models import Task
+from tutor.models import Enrollment, Task
 from tutor.prepared import PreparedQuery
 from tutor.rubrics import CriterionKind, Verdict
 
@@ -271,12 +271,16 @@ def select_feedback(student, task: Task) -> FeedbackSelection:
 
 
 def visible_submissions(user):
-    """Own submissions, those a service account sent, and staff's courses' (SPEC §7)."""
-    qs = Submission.objects.select_related("student", "task")
+    """Own submissions, those a service account sent for a course it still
+    serves, and staff's courses' (SPEC §7)."""
+    qs = Submission.objects.select_related("student", "task", "task__current_rubric")
     if user.is_superuser:
         return qs
+    serving = access.course_ids(user, (Enrollment.Role.SERVICE,))
     return qs.filter(
-        Q(student=user) | Q(submitted_by=user) | Q(task__course_id__in=access.staff_course_ids(user))
+        Q(student=user)
+        | Q(submitted_by=user, task__course_id__in=serving)
+        | Q(task__course_id__in=access.staff_course_ids(user))
     )
 
 

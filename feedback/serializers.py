@@ -1,13 +1,16 @@
 from __future__ import annotations
 
+import hashlib
+import hmac
+
 from django.conf import settings
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from feedback.models import ErrorCode, RegradeRequest, ReviewAttempt, Submission
+from feedback.models import CiSource, ErrorCode, RegradeRequest, ReviewAttempt, Submission
 from feedback.results import Basis
 from feedback.services.regrades import REGRADE_REASON_MAX_CHARS
-from feedback.visibility import student_result
+from feedback.visibility import CI_LOG_HIDDEN, hidden_criteria, reads_ci_log, student_result
 from tutor.fields import StrictCharField
 from tutor.rubrics import CriterionKind, Verdict
 
@@ -148,6 +151,7 @@ class AttemptSerializer(serializers.ModelSerializer):
     # schema would then refuse the "" that every attempt without an error has.
     error_code = serializers.ChoiceField(choices=ErrorCode.choices, allow_blank=True, read_only=True)
     result = serializers.SerializerMethodField()
+    rubric_hash = serializers.SerializerMethodField()
 
     class Meta:
         model = ReviewAttempt
@@ -171,14 +175,26 @@ class AttemptSerializer(serializers.ModelSerializer):
         ]
         read_only_fields = fields
 
+    def _sees_hidden(self, attempt: ReviewAttempt) -> bool:
+        return attempt.submission.task.course_id in self.context.get("staff_courses", ())
+
+    @extend_schema_field(serializers.CharField())
+    def get_rubric_hash(self, attempt: ReviewAttempt) -> str:
+        """The content hash of the rubric version. It covers hidden checks'
+        configuration, which a student could recover by hashing guesses
+        (SPEC §9): students get a keyed digest of it instead -- as stable an
+        identity of the version, and nothing to test guesses against."""
+        if not hidden_criteria(attempt.rubric.criteria) or self._sees_hidden(attempt):
+            return attempt.rubric_hash
+        digest = hmac.new(settings.SECRET_KEY.encode(), attempt.rubric_hash.encode(), hashlib.sha256)
+        return digest.hexdigest()
+
     @extend_schema_field(ReviewResultSerializer(allow_null=True))
     def get_result(self, attempt: ReviewAttempt):
         # Hidden checks keep their reasons for staff of the course (SPEC §9);
         # without a known viewer, nothing hidden is shown.
         shown = student_result(attempt.result, attempt.rubric.criteria)
-        if shown is attempt.result or attempt.submission.task.course_id in self.context.get(
-            "staff_courses", ()
-        ):
+        if shown is attempt.result or self._sees_hidden(attempt):
             return attempt.result
         return shown
 
@@ -241,6 +257,25 @@ class SubmissionSerializer(SubmissionSummarySerializer):
             "regrade_requests",
         ]
         read_only_fields = fields
+
+    def to_representation(self, submission: Submission):
+        data = super().to_representation(submission)
+        ci = data.get("evidence", {}).get("ci")
+        # A CI log the course's service reported is a hidden check's output
+        # when a hidden criterion reads it (SPEC §9); a student's own claim
+        # is what they sent. Staff of the course see it.
+        if (
+            ci
+            and ci.get("log_tail")
+            and submission.ci_source == CiSource.SERVICE
+            and submission.task.current_rubric_id is not None
+            and any(
+                reads_ci_log(c) for c in hidden_criteria(submission.task.current_rubric.criteria).values()
+            )
+            and submission.task.course_id not in self.context.get("staff_courses", ())
+        ):
+            data["evidence"]["ci"] = {**ci, "log_tail": CI_LOG_HIDDEN}
+        return data
 
 
 class ReviewRequestSerializer(serializers.Serializer):

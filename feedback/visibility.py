@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import copy
 
-from tutor.rubrics import Verdict, is_hidden
+from tutor.rubrics import CheckType, Verdict, is_hidden
 
 HIDDEN_TEXT = {
     Verdict.FAIL: "a hidden check did not pass; ask staff if you need a hint",
@@ -45,6 +45,18 @@ def _configured_terms(criterion: dict) -> list[str]:
     return terms
 
 
+# A machine check's reason is a template ("CI passed", "REPORT.md is
+# missing …"): what it gives away is its configured terms and its output,
+# which are matched; a model's or a person's reason is free text, matched whole.
+TEMPLATE_REASON_BASES = ("ci", "self_report", "check")
+# What a visible CI check shows of the CI log when a hidden check reads the same log.
+CI_LOG_HIDDEN = "the CI log is not shown: a hidden check reads it"
+
+
+def reads_ci_log(criterion: dict) -> bool:
+    return (criterion.get("check") or {}).get("type") == CheckType.CI_PASSED
+
+
 def _quotes(text: str, secrets: list[str]) -> bool:
     folded = text.casefold()
     return any(len(s.strip()) >= MIN_QUOTE_CHARS and s.strip().casefold() in folded for s in secrets)
@@ -58,12 +70,20 @@ def student_result(result, criteria: list[dict]):
     if not hidden or not isinstance(result, dict) or not isinstance(result.get("criteria"), list):
         return result
     shown = copy.deepcopy(result)
+    # Every ci_passed check quotes the same CI log: when a hidden one reads
+    # it, the log is hidden output for the visible ones too (SPEC §9).
+    hidden_log = any(reads_ci_log(c) for c in hidden.values())
     first_quoted_status = None
     for entry in shown["criteria"]:
-        if not isinstance(entry, dict) or entry.get("rubric_id") not in hidden:
+        if not isinstance(entry, dict):
             continue
-        own = [str(entry.get("reason") or ""), str(entry.get("evidence") or "")]
-        own += _configured_terms(hidden[entry["rubric_id"]])
+        if entry.get("rubric_id") not in hidden:
+            if hidden_log and entry.get("basis") in ("ci", "self_report") and entry.get("evidence"):
+                entry["evidence"] = CI_LOG_HIDDEN
+            continue
+        own = [str(entry.get("evidence") or ""), *_configured_terms(hidden[entry["rubric_id"]])]
+        if entry.get("basis") not in TEMPLATE_REASON_BASES:
+            own.append(str(entry.get("reason") or ""))
         if (
             first_quoted_status is None
             and isinstance(shown.get("next_step"), str)

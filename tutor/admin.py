@@ -5,6 +5,7 @@ from django.utils.html import format_html, format_html_join
 
 from tutor.admin_scoping import CappedCountPaginator, CourseScopedAdmin, ReadOnlyAdmin, ScopedFilter
 from tutor.models import AuditEvent, Course, Enrollment, ModelCall, Rubric, Task
+from tutor.services import enrollment_remove, enrollment_set
 
 
 def _pretty_json(value):
@@ -101,11 +102,36 @@ class RubricAdmin(CourseScopedAdmin, ReadOnlyAdmin):
 
 @admin.register(Enrollment)
 class EnrollmentAdmin(CourseScopedAdmin):
+    """Enrolments change through the enrolment services, as from the command
+    line: audited (``enrollment_changed``), and admin access follows staff
+    enrolments."""
+
     list_display = ["user", "course", "role", "created_at"]
     list_filter = [("course", ScopedFilter), "role"]
     list_select_related = ["user", "course"]
     search_fields = ["user__username"]
     autocomplete_fields = ["user"]
+
+    def get_readonly_fields(self, request, obj=None):
+        # An enrolment is one user in one course: to move it, remove it and enrol anew.
+        return ["user", "course"] if obj is not None else []
+
+    def save_model(self, request, obj, form, change):
+        user, _ = enrollment_set(
+            course=obj.course,
+            username=obj.user.get_username(),
+            role=obj.role,
+            create=False,
+            actor=request.user,
+        )
+        obj.pk = Enrollment.objects.values_list("pk", flat=True).get(user=user, course=obj.course)
+
+    def delete_model(self, request, obj):
+        enrollment_remove(course=obj.course, user=obj.user, actor=request.user, reason="removed in admin")
+
+    def delete_queryset(self, request, queryset):
+        for enrollment in queryset.select_related("user", "course"):
+            self.delete_model(request, enrollment)
 
 
 @admin.register(ModelCall)

@@ -42,7 +42,9 @@ def current_or_none() -> str | None:
 
 def set_correlation_id(value: str | None) -> contextvars.Token:
     """Make ``value`` (or, when it is not a valid id, a fresh one) current."""
-    return _current.set(value if value and _VALID.fullmatch(value) else uuid.uuid4().hex)
+    # UNSET ("-") is the "no id" sentinel: as an incoming id it would switch
+    # correlation off for the whole request.
+    return _current.set(value if value and value != UNSET and _VALID.fullmatch(value) else uuid.uuid4().hex)
 
 
 def reset_correlation_id(token: contextvars.Token) -> None:

@@ -180,6 +180,15 @@ def chat(
                     status=ModelCall.Status.CONNECTION_ERROR, error=last_error,
                 )  # fmt: skip
                 continue
+            except httpx.HTTPError as exc:
+                # Anything else httpx raises about the exchange -- a body it
+                # cannot decode (a broken gzip stream), a malformed response --
+                # is the provider's fault, and its detail stays in the row.
+                _record(
+                    purpose, correlation_id, messages, started, course_id,
+                    status=ModelCall.Status.BAD_RESPONSE, error=f"{type(exc).__name__}: {exc}",
+                )  # fmt: skip
+                raise ModelUnavailable(f"the model provider sent an unreadable response: {exc}") from None
             text = response.text
             if response.status_code != 200:
                 last_error = f"HTTP {response.status_code}"

@@ -2,6 +2,8 @@ import re
 from base64 import b64decode
 from urllib import parse
 
+from django.core.exceptions import ValidationError as DjangoValidationError
+from django.db import models
 from rest_framework.exceptions import ValidationError
 from rest_framework.pagination import Cursor, CursorPagination, PageNumberPagination
 
@@ -24,9 +26,10 @@ class SeqCursorPagination(CursorPagination):
     ordering duplicate and drop rows; a cursor on a unique seq does not.
 
     Only a cursor of the shape this server hands out is accepted. Anything
-    else -- not base64, other keys, a position that is not an integer
-    (``p=abc``, ``p=1.5``, a NUL) -- is a 400 on ``cursor`` (SPEC §7), never
-    a 404 and never a value that reaches the database."""
+    else -- not base64, other keys, a position that is not a value of the
+    ordering field (``p=abc`` or ``p=1.5`` for a sequence, ``p=9999`` for a
+    time, a NUL) -- is a 400 on ``cursor`` (SPEC §7), never a 404 and never
+    a value that reaches the database."""
 
     page_size = 50
     page_size_query_param = "page_size"
@@ -49,9 +52,24 @@ class SeqCursorPagination(CursorPagination):
         position = tokens.get("p", [None])[0]
         if not _OFFSET.fullmatch(offset) or reverse not in ("0", "1"):
             raise self._invalid()
-        if position is not None and not _SEQ_POSITION.fullmatch(position):
+        if position is not None and not self._is_position(position):
             raise self._invalid()
         return Cursor(offset=min(int(offset), self.offset_cutoff), reverse=reverse == "1", position=position)
+
+    def paginate_queryset(self, queryset, request, view=None):
+        self._model = queryset.model  # the ordering field's type checks a cursor's position
+        return super().paginate_queryset(queryset, request, view)
+
+    def _is_position(self, position: str) -> bool:
+        ordering = self.ordering if isinstance(self.ordering, str) else self.ordering[0]
+        field = self._model._meta.get_field(ordering.lstrip("-"))
+        if isinstance(field, models.IntegerField):  # AutoField and BigIntegerField too
+            return bool(_SEQ_POSITION.fullmatch(position))
+        try:
+            field.to_python(position)
+        except (DjangoValidationError, ValueError, TypeError):
+            return False
+        return "\x00" not in position
 
     def _invalid(self) -> ValidationError:
         return ValidationError({self.cursor_query_param: [self.invalid_cursor_message]}, code="invalid")

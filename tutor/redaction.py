@@ -40,17 +40,28 @@ PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
             + r"|gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}"  # GitHub tokens
             + r"|xox[abprs]-[A-Za-z0-9\-]{10,}"  # Slack
             + r"|AIza[0-9A-Za-z_\-]{35}"  # Google API key
-            + r"|glpat-[A-Za-z0-9_\-]{20,})"  # GitLab
+            + r"|glpat-[A-Za-z0-9_\-]{20,}"  # GitLab
+            + r"|[sr]k_(?:live|test)_[A-Za-z0-9]{16,}"  # Stripe
+            + r"|hf_[A-Za-z0-9]{30,}"  # Hugging Face
+            + r"|npm_[A-Za-z0-9]{36})"  # npm
             + _NOT_ALNUM_AFTER
         ),
     ),
     ("bearer_token", re.compile(r"(?i)(?<=bearer )[A-Za-z0-9._~+/\-]{16,}=*")),
+    ("basic_auth", re.compile(r"(?i)(?<=basic )[A-Za-z0-9+/]{8,}={0,2}(?![A-Za-z0-9+/=])")),
     (
         "password",
+        # A secret-naming key with any prefix or suffix (SECRET_KEY, DB_PASSWORD,
+        # "client_secret", api-key), an optional closing quote (JSON, YAML), then
+        # the value. "token" alone names a secret only when the value looks like
+        # one: "Unexpected token: '<'" is an error message, not a credential.
         re.compile(
-            r"(?i)(?<![A-Za-z0-9])(?:password|passwd|pwd|pass|secret|token|api[_-]?key|密码|口令|密钥)"
-            r"(?:\s*[:=：]\s*|\s+is\s+|\s*是\s*)"
+            r"(?i)(?<![A-Za-z0-9])(?:[A-Za-z0-9_-]*(?:password|passwd|pwd|secret|api[_-]?key|private[_-]?key"
+            r"|access[_-]?key)[A-Za-z0-9_-]*|密码|口令|密钥)[\"']?"
+            r"(?:\s*[:=：]\s*|\s+is\s+|\s*是\s*)(?![\"']?\[REDACTED:)"
             r"(?P<value>\"[^\"\n]{1,200}\"|'[^'\n]{1,200}'|[^\s,;，；。]{1,200})"
+            r"|(?<![A-Za-z0-9])[A-Za-z0-9_-]*token[A-Za-z0-9_-]*[\"']?\s*[:=]\s*(?![\"']?\[REDACTED:)"
+            r"(?P<token>[\"']?[A-Za-z0-9._~+/\-]{8,}={0,2}[\"']?)(?![A-Za-z0-9])"
         ),
     ),
     (
@@ -75,7 +86,7 @@ PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     (
         "secret",
         re.compile(
-            r"(?<![A-Za-z0-9+/=_\-])(?=[A-Za-z0-9+/_\-]*[a-z])(?=[A-Za-z0-9+/_\-]*[A-Z])(?=[A-Za-z0-9+/_\-]*\d)"
+            r"(?<![A-Za-z0-9+/_\-])(?=[A-Za-z0-9+/_\-]*[a-z])(?=[A-Za-z0-9+/_\-]*[A-Z])(?=[A-Za-z0-9+/_\-]*\d)"
             r"[A-Za-z0-9+/_\-]{40,}={0,2}(?![A-Za-z0-9+/=_\-])"
         ),
     ),
@@ -103,7 +114,8 @@ def redact(text: str) -> Redacted:
         def replace(match: re.Match[str], kind: str = kind) -> str:
             found[kind] += 1
             if kind == "password":  # keep "password=" so the text still reads
-                return match.group(0)[: match.start("value") - match.start(0)] + marker(kind)
+                group = "value" if match.group("value") is not None else "token"
+                return match.group(0)[: match.start(group) - match.start(0)] + marker(kind)
             if kind == "url_password":
                 return f"{match.group(1)}:{marker(kind)}"
             return marker(kind)

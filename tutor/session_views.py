@@ -24,7 +24,7 @@ from tutor.serializers import (
     SessionOpenSerializer,
     SessionSerializer,
 )
-from tutor.sessions import message_send, session_open
+from tutor.sessions import message_send, message_text, session_open
 from tutor.throttling import WriteThrottle
 
 
@@ -130,7 +130,7 @@ class ContextView(APIView):
         context = assemble_context(
             student=request.user,
             task=task,
-            message=message,
+            message=None if message is None else message_text(message),
             earlier=earlier_messages(session_id),
             correlation_id=request.correlation_id,
             session_id=session_id,

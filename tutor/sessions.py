@@ -19,6 +19,7 @@ from tutor.context import AssembledContext, assemble_context, context_after_send
 from tutor.errors import Conflict, ServiceUnavailable
 from tutor.models import Task, TutorMessage, TutorSession
 from tutor.offline import offline_reply
+from tutor.redaction import redact
 from tutor.selectors import earlier_messages
 from tutor.signals import user_message_handled
 
@@ -101,9 +102,17 @@ def sessions_release_stale(*, now=None) -> int:
     return TutorSession.objects.filter(reply_pending_since__lt=cutoff).update(reply_pending_since=None)
 
 
+def message_text(content: str) -> str:
+    """A student's message as it is stored and sent: secrets a student pastes
+    (a key, a password in a URL) are redacted first -- nothing a model or a
+    ModelCall row receives holds them. The preview shows the same text."""
+    return redact(content).text
+
+
 def message_send(*, session: TutorSession, content: str, correlation_id: str) -> Exchange:
     """Store the message, build the request, ask the model, store the reply,
-    then apply the effects of the send (``message_after_send``).
+    then apply the effects of the send (``message_after_send``). The content
+    is redacted first (``message_text``).
 
     Raises SessionBusy/SessionArchived before storing anything, and
     TutorUnavailable after storing the user message (which is kept) -- also
@@ -111,6 +120,7 @@ def message_send(*, session: TutorSession, content: str, correlation_id: str) ->
     budget and another one took the session over. The session's ``task``
     must come with ``course`` and ``current_rubric``.
     """
+    content = message_text(content)
     claim = _claim(session)
     ours = TutorSession.objects.filter(pk=session.pk, reply_pending_since=claim)
     released = False

@@ -56,6 +56,8 @@ MIDDLEWARE = [
     # First, so that every response -- also one made by a middleware below --
     # carries X-Correlation-ID and every line logged on the way has the id.
     "tutor.correlation.CorrelationIdMiddleware",
+    # Reads what a refused request left of its body: the connection stays usable.
+    "tutor.bodies.DrainUnreadBodyMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "tutor.static_serving.StaticFilesMiddleware",
     # Before CommonMiddleware: a path answers the same with or without its
@@ -135,7 +137,7 @@ TUTOR_LLM_TIMEOUT = env_number("TUTOR_LLM_TIMEOUT", 30.0, minimum=0.1)
 TUTOR_LLM_RETRIES = env_int("TUTOR_LLM_RETRIES", 2)  # extra tries after the first
 TUTOR_LLM_BACKOFF = env_number("TUTOR_LLM_BACKOFF", 0.5)  # seconds, doubled per retry
 REVIEW_MAX_GENERATIONS = env_int("REVIEW_MAX_GENERATIONS", 3, minimum=1)
-REVIEW_PROMPT_VERSION = env_str("REVIEW_PROMPT_VERSION", "review-prompt-1")
+REVIEW_PROMPT_VERSION = env_str("REVIEW_PROMPT_VERSION", "review-prompt-2")
 REVIEW_ENGINE_VERSION = env_str("REVIEW_ENGINE_VERSION", "review-engine-1")
 REVIEW_SOFT_TIME_LIMIT = env_int("REVIEW_SOFT_TIME_LIMIT", 360, minimum=1)
 REVIEW_HARD_TIME_LIMIT = env_int("REVIEW_HARD_TIME_LIMIT", 420, minimum=1)
@@ -245,7 +247,11 @@ else:
 TUTOR_THROTTLE_SUBMISSIONS = env_rate("TUTOR_THROTTLE_SUBMISSIONS", "30/min")
 TUTOR_THROTTLE_MESSAGES = env_rate("TUTOR_THROTTLE_MESSAGES", "60/min")
 TUTOR_THROTTLE_REGRADES = env_rate("TUTOR_THROTTLE_REGRADES", "10/hour")
+CSRF_FAILURE_VIEW = "tutor.handlers.csrf_failure"
 REST_FRAMEWORK = {
+    # JSON only (SPEC §7): the browsable API would answer ?format=api and
+    # Accept: text/html with HTML pages.
+    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     # Token first: an anonymous request is answered 401 with a WWW-Authenticate
     # header rather than 403 (SPEC §7).
     "DEFAULT_AUTHENTICATION_CLASSES": [

@@ -26,7 +26,13 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("healthz", views.healthz, name="healthz"),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
-    path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="docs"),
+    # GET and HEAD only: an OPTIONS request would make DRF render the page's
+    # metadata through a template the view does not name (a 500).
+    path(
+        "api/docs/",
+        SpectacularSwaggerView.as_view(url_name="schema", http_method_names=["get", "head"]),
+        name="docs",
+    ),
     path("api/tutor/sessions/", session_views.SessionOpenView.as_view(), name="tutor-sessions"),
     path(
         "api/tutor/sessions/<uuid:session_id>/messages/",
@@ -49,5 +55,6 @@ urlpatterns = [
     path("lti/", include("tutor.lti.urls")),
 ]
 
+handler400 = "tutor.handlers.bad_request"
 handler404 = "tutor.handlers.not_found"
 handler500 = "tutor.handlers.server_error"

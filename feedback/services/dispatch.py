@@ -16,25 +16,35 @@ from feedback.signals import attempt_finished
 log = logging.getLogger(__name__)
 
 
-def attempt_dispatch(attempt_id: uuid.UUID | str) -> bool:
-    """Send the review task. Called from ``on_commit(robust=True)`` and by the
-    sweep, with ``dispatched_at`` already set to the time of sending.
+def unpublished_mark(now):
+    """``dispatched_at`` of an attempt whose task is not published yet: as if
+    published one visibility timeout ago, less a grace of two sweep
+    intervals. If the process dies between the commit and the publish, the
+    sweep sends it within that grace -- not a whole visibility timeout later
+    (SPEC §2: terminal within the hard limit plus two sweep intervals)."""
+    return now - timedelta(seconds=settings.CELERY_VISIBILITY_TIMEOUT - 2 * settings.REVIEW_SWEEP_INTERVAL)
 
-    A broker outage is logged, and the queued row stays as the outbox: its
-    ``dispatched_at`` is moved one visibility timeout back, which is how the
-    sweep tells "the broker holds no message for it" (re-send at the next
-    sweep) from "published, maybe waiting in a backed-up queue" (re-send only
-    once Redis would have redelivered it anyway, SPEC §2)."""
+
+def attempt_dispatch(attempt_id: uuid.UUID | str, *, now=None) -> bool:
+    """Send the review task. Called from ``on_commit(robust=True)`` and by the
+    sweep.
+
+    ``dispatched_at`` says what the broker may still hold (the sweep re-sends
+    only what it cannot, SPEC §2): a published task sets it to now -- the
+    message may wait in a backed-up queue until Redis would redeliver it; a
+    broker outage is logged and moves it one visibility timeout back, so the
+    next sweep sends it; the queued row stays the outbox either way."""
     from feedback.tasks import review_attempt
 
+    queued = ReviewAttempt.objects.filter(pk=attempt_id, status=AttemptStatus.QUEUED)
+    now = now or timezone.now()
     try:
         review_attempt.delay(str(attempt_id))
     except Exception:
         log.warning("could not dispatch review attempt %s; the sweep will retry", attempt_id, exc_info=True)
-        ReviewAttempt.objects.filter(pk=attempt_id, status=AttemptStatus.QUEUED).update(
-            dispatched_at=timezone.now() - timedelta(seconds=settings.CELERY_VISIBILITY_TIMEOUT)
-        )
+        queued.update(dispatched_at=now - timedelta(seconds=settings.CELERY_VISIBILITY_TIMEOUT))
         return False
+    queued.update(dispatched_at=now)
     return True
 
 

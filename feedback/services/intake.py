@@ -7,11 +7,12 @@ from collections.abc import Callable
 from typing import Any
 
 from django.db import transaction
+from django.db.models import OuterRef, Q, Subquery
 from django.utils import timezone
 
 from feedback.evidence import check_evidence_limits, normalize_evidence, snapshot_hash
 from feedback.models import AttemptKind, AttemptStatus, ReviewAttempt, Submission
-from feedback.services.dispatch import dispatch_on_commit
+from feedback.services.dispatch import dispatch_on_commit, unpublished_mark
 from feedback.services.sequences import next_seq
 from feedback.versions import Versions, current_versions, is_compatible
 from tutor.audit import audit_record
@@ -75,7 +76,7 @@ def attempt_create(
             finished_at=now,
         )
     else:
-        attempt = ReviewAttempt.objects.create(**fields, dispatched_at=now)
+        attempt = ReviewAttempt.objects.create(**fields, dispatched_at=unpublished_mark(now))
     dispatch_on_commit(attempt)
     return attempt
 
@@ -159,22 +160,26 @@ def review_request(*, submission: Submission, user, is_staff: bool, force: bool)
     return attempt
 
 
-def latest_submission_ids(task: Task) -> list:
-    """The id of every student's latest submission of ``task``."""
-    latest: dict = {}
-    for sub_id, student_id in (
-        Submission.objects.filter(task=task).order_by("submission_seq").values_list("id", "student_id")
-    ):
-        latest[student_id] = sub_id
-    return list(latest.values())
+def stale_latest_submission_ids(task: Task, versions: Versions) -> list:
+    """Every student's latest submission of ``task`` (no later one names it
+    ``previous``) whose newest attempt was made under other versions, or
+    that has none: what a re-review after a rubric change is for."""
+    newest = ReviewAttempt.objects.filter(submission=OuterRef("pk")).order_by("-attempt_seq")
+    latest = Submission.objects.filter(task=task, next__isnull=True).annotate(
+        **{f"newest_{key}": Subquery(newest.values(key)[:1]) for key in versions.compatible_filter()}
+    )
+    current = Q(**{f"newest_{key}": value for key, value in versions.compatible_filter().items()})
+    stale = latest.filter(Q(newest_rubric_version__isnull=True) | ~current)
+    return list(stale.order_by("submission_seq").values_list("pk", flat=True))
 
 
 def rereview_latest_submissions(*, task: Task, progress: Callable[[int, int], None] | None = None) -> int:
     """Queue a new attempt for every student's latest submission of ``task``
-    (``import_course --rereview``, after a rubric change). ``progress`` is
-    called with (done, total) as attempts are queued."""
-    ids = latest_submission_ids(task)
+    not reviewed under its current rules (``import_course --rereview``: after
+    a rubric bump, also one imported earlier without the flag). ``progress``
+    is called with (done, total) as attempts are queued."""
     versions = current_versions(task)
+    ids = stale_latest_submission_ids(task, versions)
     count = 0
     for sub in Submission.objects.filter(id__in=ids).select_related("task").iterator(chunk_size=500):
         with transaction.atomic():

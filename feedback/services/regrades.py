@@ -37,6 +37,10 @@ def regrade_request_create(*, submission: Submission, student, rubric_id: str, r
     if not 1 <= len(reason) <= REGRADE_REASON_MAX_CHARS:
         raise InvalidInput(f"give a reason of 1-{REGRADE_REASON_MAX_CHARS} characters", field="reason")
     with transaction.atomic():
+        # One request at a time per submission (a row lock on PostgreSQL;
+        # SQLite's IMMEDIATE transactions already serialise): two at once must
+        # not both pass the "already open" check below.
+        Submission.objects.select_for_update().filter(pk=submission.pk).values_list("pk", flat=True).first()
         latest = (
             Submission.objects.filter(student_id=submission.student_id, task_id=submission.task_id)
             .order_by("-submission_seq")

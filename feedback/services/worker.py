@@ -92,8 +92,10 @@ def attempts_sweep(*, now=None) -> dict[str, int]:
     - ``queued`` and dispatched longer than ``CELERY_VISIBILITY_TIMEOUT``
       ago: the broker cannot still hold its task -- dispatch it again. A
       failed publish moved ``dispatched_at`` back by that timeout
-      (``attempt_dispatch``), so such an attempt goes at the next sweep; a
-      published one merely waiting in a backed-up queue is left alone.
+      (``attempt_dispatch``), so such an attempt goes at the next sweep; one
+      whose publish never happened (the process died after the commit) goes
+      within two sweep intervals (``unpublished_mark``); a published one
+      merely waiting in a backed-up queue is left alone.
       Attempts never dispatched (``dispatched_at`` null) are not this
       sweep's to send.
     - ``running`` with a claim older than the hard time limit: its worker died.
@@ -117,7 +119,7 @@ def attempts_sweep(*, now=None) -> dict[str, int]:
         if ReviewAttempt.objects.filter(
             pk=attempt_id, status=AttemptStatus.QUEUED, dispatched_at__lt=broker_forgot
         ).update(dispatched_at=now):
-            attempt_dispatch(attempt_id)
+            attempt_dispatch(attempt_id, now=now)
             counts["redispatched"] += 1
 
     lost_before = now - timedelta(seconds=settings.REVIEW_HARD_TIME_LIMIT)
@@ -135,7 +137,7 @@ def attempts_sweep(*, now=None) -> dict[str, int]:
                 lost_count=F("lost_count") + 1,
                 dispatched_at=now,
             ):
-                attempt_dispatch(attempt_id)
+                attempt_dispatch(attempt_id, now=now)
                 counts["requeued"] += 1
         elif running.update(
             status=AttemptStatus.UNAVAILABLE,

@@ -500,3 +500,22 @@ def test_history_shows_a_context_meta_stored_by_an_earlier_release(task, student
     (message,) = response.json()["results"]
     assert message["context_meta"]["feedback_state"] == "none"
     assert message["context_meta"]["memory_ids"] == [] and message["context_meta"]["lesson_ids"] == []
+
+
+def test_a_secret_pasted_into_the_chat_is_redacted_before_it_is_stored_or_sent(
+    task, student_client, fake_llm
+):
+    fake_llm.reply("Rotate that key now.")
+    session_id = session_id_for(student_client, task)
+    text = "my CI fails, key sk-abcdefghijklmnopqrstuvwx1234 and https://bob:hunter2@git.example.org/x.git"
+
+    preview = student_client.get("/api/tutor/context/", {"task": task.pk, "message": text}).json()
+    response = send(student_client, session_id, text)
+
+    assert response.status_code == 201
+    sent = fake_llm.requests[-1]["messages"][-1]["content"]
+    assert "sk-abcdefghijklmnop" not in sent and "hunter2" not in sent
+    assert "[REDACTED:api_key]" in sent and "[REDACTED:url_password]" in sent
+    assert preview["messages"][-1]["content"] == sent
+    assert stored(session_id)[0] == ("user", sent)
+    assert "hunter2" not in json.dumps(list(ModelCall.objects.values_list("request_messages", flat=True)))

@@ -167,3 +167,109 @@ def test_course_files_accept_visibility_and_refuse_unknown_values(db, tmp_path):
 
     with pytest.raises(CommandError, match=r"criteria\[2\]\.visibility: must be 'visible' or 'hidden'"):
         call_command("import_course", str(path), stdout=StringIO())
+
+
+# --- SPEC §9's own example: a visible and a hidden check read the same CI log ----------
+
+CI_CRITERIA = [
+    {"id": "A1", "kind": "acceptance", "text": "CI passes", "check": {"type": "ci_passed"}},
+    {"id": "A3", "kind": "acceptance", "text": "Explanation is correct", "check": {"type": "semantic"}},
+    {
+        "id": "H1",
+        "kind": "acceptance",
+        "text": "Hidden tests pass",
+        "check": {"type": "ci_passed"},
+        "visibility": "hidden",
+    },
+]
+SECRET_TEST = "hidden/secret_edge_case.spec.js"
+
+
+@pytest.fixture
+def ci_task(db):
+    return make_task(make_course("hidden-ci-101", criteria=CI_CRITERIA))
+
+
+def test_a_ci_log_a_hidden_check_reads_is_hidden_output_everywhere(ci_task, fake_llm):
+    alice = enroll(ci_task.course, "alice")
+    bot = enroll(ci_task.course, "ci-bot", Enrollment.Role.SERVICE)
+    teacher = enroll(ci_task.course, "teacher", Enrollment.Role.STAFF)
+    fake_llm.reply(model_review("Run the tests again."))
+    evidence = {
+        "report": "first() returns undefined",
+        "ci": {"status": "failed", "exit_code": 1, "log_tail": f"FAIL {SECRET_TEST} expected undefined"},
+    }
+    with TestCase.captureOnCommitCallbacks(execute=True):
+        created = client_for(bot).post(
+            "/api/submissions/",
+            {"task": str(ci_task.pk), "student": "alice", "evidence": evidence},
+            format="json",
+        )
+    assert created.status_code == 201, created.content
+    url = f"/api/submissions/{created.json()['id']}/"
+
+    student_view = client_for(alice).get(url).content.decode()
+    context = client_for(alice).get("/api/tutor/context/", {"task": str(ci_task.pk)}).content.decode()
+
+    assert SECRET_TEST not in student_view and SECRET_TEST not in context
+    (attempt,) = client_for(alice).get(url).json()["attempts"]
+    a1 = next(c for c in attempt["result"]["criteria"] if c["rubric_id"] == "A1")
+    assert (a1["status"], a1["evidence"]) == ("FAIL", "the CI log is not shown: a hidden check reads it")
+    staff_view = client_for(teacher).get(url).content.decode()
+    assert SECRET_TEST in staff_view
+
+
+def test_a_next_step_that_only_shares_a_check_template_with_a_hidden_check_is_kept(ci_task, fake_llm):
+    alice = enroll(ci_task.course, "alice")
+    fake_llm.reply(
+        json.dumps(
+            {
+                "verdicts": [{"rubric_id": "A3", "status": "FAIL", "reason": "misses []", "evidence": "x"}],
+                "next_step": "CI passed, so now rewrite section 2 on the empty array",
+            }
+        )
+    )
+
+    body = submit(client_for(alice), ci_task, ci={"status": "passed", "exit_code": 0, "log_tail": "ok"})
+
+    assert (
+        body["attempts"][0]["result"]["next_step"] == "CI passed, so now rewrite section 2 on the empty array"
+    )
+
+
+def test_students_get_a_keyed_rubric_hash_and_the_model_is_told_which_checks_are_hidden(
+    hidden_task, alice, teacher, fake_llm
+):
+    fake_llm.reply(model_review("Run the tests again."))
+    body = submit(client_for(alice), hidden_task)
+    stored = hidden_task.current_rubric.content_hash
+
+    assert body["attempts"][0]["rubric_hash"] != stored
+    staff_body = client_for(teacher).get(f"/api/submissions/{body['id']}/").json()
+    assert staff_body["attempts"][0]["rubric_hash"] == stored
+
+
+def test_the_review_prompt_marks_a_hidden_semantic_criterion(db, fake_llm):
+    criteria = [
+        {"id": "A3", "kind": "acceptance", "text": "Explanation is correct", "check": {"type": "semantic"}},
+        {
+            "id": "H4",
+            "kind": "acceptance",
+            "text": "Handles the hidden edge",
+            "check": {"type": "semantic"},
+            "visibility": "hidden",
+        },
+    ]
+    task = make_task(make_course("hidden-sem-101", criteria=criteria))
+    student = enroll(task.course, "ivan")
+    verdicts = [
+        {"rubric_id": rid, "status": "PASS", "reason": "fine", "evidence": "x"} for rid in ("A3", "H4")
+    ]
+    fake_llm.reply(json.dumps({"verdicts": verdicts, "next_step": "Keep going"}))
+
+    submit(client_for(student), task)
+
+    system, user = fake_llm.requests[0]["messages"]
+    assert "- A3: Explanation is correct" in user["content"]
+    assert "- H4 (hidden): Handles the hidden edge" in user["content"]
+    assert "never mention it, its" in system["content"]

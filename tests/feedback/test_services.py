@@ -408,6 +408,36 @@ def test_sweep_redispatches_queued_attempts_the_broker_cannot_hold_any_more(sett
     assert stuck.status == AttemptStatus.COMPLETED  # the eager worker ran it
 
 
+def test_an_attempt_whose_publish_never_happened_is_sent_within_two_sweep_intervals(
+    settings, student, task, dispatched
+):
+    # The process died between the commit and the publish: the on-commit
+    # dispatch never ran (store() does not run on-commit callbacks).
+    unpublished = only_attempt(store(student, task))
+    window = 2 * settings.REVIEW_SWEEP_INTERVAL
+    now = timezone.now()
+
+    assert attempts_sweep(now=now + timedelta(seconds=window - 5))["redispatched"] == 0
+    assert attempts_sweep(now=now + timedelta(seconds=window + 1))["redispatched"] == 1
+    assert dispatched == [str(unpublished.pk)]
+
+
+def test_a_published_attempt_waits_for_the_visibility_timeout(settings, student, task, dispatched):
+    with TestCase.captureOnCommitCallbacks(execute=True):
+        published = only_attempt(store(student, task))
+    assert dispatched == [str(published.pk)]  # sent on commit
+    now = timezone.now()
+
+    assert (
+        attempts_sweep(now=now + timedelta(seconds=2 * settings.REVIEW_SWEEP_INTERVAL + 1))["redispatched"]
+        == 0
+    )
+    assert (
+        attempts_sweep(now=now + timedelta(seconds=settings.CELERY_VISIBILITY_TIMEOUT + 1))["redispatched"]
+        == 1
+    )
+
+
 def test_sweep_does_not_redispatch_the_same_attempt_twice_in_one_window(settings, student, task, dispatched):
     attempt = only_attempt(store(student, task))
     after = timezone.now() + timedelta(seconds=settings.CELERY_VISIBILITY_TIMEOUT + 1)
@@ -632,3 +662,22 @@ def test_purge_model_calls_deletes_only_rows_older_than_the_retention(db, settin
 
     assert sorted(ModelCall.objects.values_list("correlation_id", flat=True)) == ["edge", "fresh"]
     assert "deleted 2 model calls older than 30 days" in out.getvalue()
+
+
+def test_rereview_also_catches_up_a_bump_imported_earlier_without_it(db, tmp_path, offline):
+    path = tmp_path / "course.json"
+    path.write_text(json.dumps(course_data("rr-202")))
+    call_command("import_course", str(path), stdout=StringIO())
+    t1 = Task.objects.select_related("current_rubric").get(course__slug="rr-202", slug="t1")
+    latest = submit(enroll(t1.course, "cy"), t1)
+    path.write_text(json.dumps(course_data("rr-202", version="2026.2")))
+    call_command("import_course", str(path), stdout=StringIO())  # bumped, no --rereview
+
+    out = StringIO()
+    call_command("import_course", str(path), "--rereview", stdout=out)  # nothing changes in the file
+    again = StringIO()
+    call_command("import_course", str(path), "--rereview", stdout=again)
+
+    assert "re-review queued for 1 submissions of t1" in out.getvalue()
+    assert latest.attempts.order_by("-attempt_seq").first().rubric_version == "2026.2"
+    assert "every latest submission is reviewed under the current rules" in again.getvalue()

@@ -214,3 +214,27 @@ def test_superuser_sees_global_audit_rows(db):
     response = client.get(reverse("admin:tutor_auditevent_changelist"))
 
     assert [e.reason for e in response.context["cl"].result_list] == ["global library"]
+
+
+def test_enrolments_changed_in_admin_go_through_the_audited_service(db):
+    course = make_course("se-101")
+    carol = make_user("carol")
+    root = make_user("root", is_superuser=True, is_staff=True)
+    client = Client()
+    client.force_login(root)
+    add = reverse("admin:tutor_enrollment_add")
+
+    client.post(add, {"user": carol.pk, "course": course.pk, "role": "staff"})
+    enrollment = Enrollment.objects.get(user=carol, course=course)
+    client.post(reverse("admin:tutor_enrollment_change", args=[enrollment.pk]), {"role": "student"})
+    client.post(reverse("admin:tutor_enrollment_delete", args=[enrollment.pk]), {"post": "yes"})
+
+    rows = [
+        (e.from_state, e.to_state, e.actor)
+        for e in events("enrollment_changed")
+        if e.extra["username"] == "carol"
+    ]
+    assert rows == [("", "staff", root), ("staff", "student", root), ("student", "", root)]
+    carol.refresh_from_db()
+    assert not carol.is_staff  # admin access followed the staff enrolment out
+    assert not Enrollment.objects.filter(user=carol).exists()

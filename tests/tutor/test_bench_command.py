@@ -27,13 +27,26 @@ ROOT = Path(__file__).resolve().parents[2]
 TINY = ["--submissions", "300", "--students", "5", "--messages", "30", "--requests", "5", "--warmup", "1"]
 # The corrections and lessons apps' seeders take sizes of their own.
 TINY += ["--facts", "40", "--memories", "20", "--lessons", "50"]
+# The ingest comparison seeds a second database; one test below runs it.
+TINY += ["--ingest", "0"]
 RATIO_LINE = re.compile(
-    r"^context/trivial median ratio: \d+\.\dx "
-    r"\(context \d+\.\d ms, trivial \d+\.\d ms, (?P<context>\d+) vs (?P<trivial>\d+) queries\)$",
+    r"^(?P<prefix>(http )?)context/trivial median ratio: \d+\.\d\dx \(context [\d.]+ ms, trivial [\d.]+ ms, "
+    r"(?P<context>\d+) vs (?P<trivial>\d+) queries; median of 3 rounds\)$",
     re.MULTILINE,
 )
+FIGURE_LINES = (
+    re.compile(
+        r"^context/trivial p99 ratio: \d+\.\d\dx \(context [\d.]+ ms, trivial [\d.]+ ms; "
+        r"median of 3 rounds\)$"
+    ),
+    re.compile(
+        r"^message/trivial median ratio: \d+\.\d\dx \(message [\d.]+ ms, trivial [\d.]+ ms, \d+ statements; "
+        r"median of 3 rounds\)$"
+    ),
+)
 TABLE_ROW = re.compile(
-    r"^GET (?P<path>\S+)\s+(?P<requests>\d+)\s+[\d.]+\s+[\d.]+\s+[\d.]+\s+(?P<queries>\d+)$", re.MULTILINE
+    r"^(?P<method>GET|POST) (?P<path>\S+)\s+(?P<requests>\d+)\s+[\d.]+\s+[\d.]+\s+(?P<queries>\d+)$",
+    re.MULTILINE,
 )
 MODELS = (Course, Task, Rubric, Enrollment, Token, Submission, ReviewAttempt, TutorSession, TutorMessage)
 MODELS += (Fact, FactToken, MemoryItem, MemoryToken)
@@ -60,11 +73,15 @@ def test_bench_prints_the_table_and_the_ratio_with_real_query_counts(db, django_
 
     ratio = RATIO_LINE.search(out)
     assert ratio, out
+    lines = out.splitlines()
+    for figure in FIGURE_LINES:
+        assert any(figure.match(line) for line in lines), (figure.pattern, out)
+    assert "ingest 100k/1k ratio: not measured (--ingest 0)" in lines
     rows = {m["path"]: m for m in TABLE_ROW.finditer(out)}
-    assert set(rows) == {"/api/tutor/context/", "/api/courses/"}
+    assert set(rows) == {"/api/tutor/context/", "/api/courses/", "/api/tutor/sessions/…/messages/"}
     assert rows["/api/tutor/context/"]["queries"] == ratio["context"]
     assert rows["/api/courses/"]["queries"] == ratio["trivial"]
-    assert {m["requests"] for m in rows.values()} == {"5"}
+    assert {m["requests"] for m in rows.values()} == {"15"}  # 5 a round, 3 rounds
     assert "submissions: 300/300 (100%)" in out
     # The measured student's latest review is a completed FAIL: the costliest block.
     assert "Context: feedback state current" in out
@@ -217,3 +234,27 @@ def test_bad_options_exit_non_zero_from_the_command_line(args, code):
     assert done.returncode == code
     assert args[0] in done.stderr
     assert done.stdout == ""
+
+
+@pytest.mark.django_db(transaction=True)
+def test_over_http_and_with_the_ingest_comparison_every_figure_line_is_printed():
+    """gunicorn with the shipped configuration serves the same figures, and
+    the ingest phase runs here and on a fresh 1k database; nothing is left."""
+    before = row_counts()
+
+    out = run_bench(*TINY[:-2], "--requests", "2", "--warmup", "0", "--ingest", "1", "--http")
+
+    lines = out.splitlines()
+    for prefix in ("", "http "):
+        assert any(RATIO_LINE.match(line) and line.startswith(prefix) for line in lines), out
+        assert any(line.startswith(f"{prefix}context/trivial p99 ratio: ") for line in lines), out
+        assert any(line.startswith(f"{prefix}message/trivial median ratio: ") for line in lines), out
+        assert any(
+            re.match(
+                rf"^{prefix}ingest 100k/1k ratio: \d+\.\d\dx "
+                r"\(\d+ stored: [\d.]+/s, 1000 stored: [\d.]+/s; 8 clients\)$",
+                line,
+            )
+            for line in lines
+        ), out
+    assert row_counts() == before

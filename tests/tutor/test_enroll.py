@@ -2,6 +2,7 @@
 ``USERNAME TOKEN`` lines so scripts can read it."""
 
 import os
+import re
 import subprocess
 import sys
 from io import StringIO
@@ -161,3 +162,14 @@ def test_command_line_stdout_is_only_token_lines(tmp_path):
     assert unknown.returncode == 1
     assert unknown.stdout == ""
     assert "unknown users: ghost" in unknown.stderr
+
+
+def test_a_student_made_staff_without_a_password_gets_a_one_time_password(db):
+    course = make_course("se-101")
+    run_enroll("se-101", "alice", "--create")  # an API-only student: no usable password
+    _, err = run_enroll("se-101", "alice", "--staff")
+
+    password = re.search(r"admin password for alice: (\S+)", err)[1]
+    alice = get_user_model().objects.get(username="alice")
+    assert alice.is_staff and alice.check_password(password)
+    assert Enrollment.objects.get(user=alice, course=course).role == "staff"

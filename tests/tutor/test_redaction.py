@@ -24,3 +24,38 @@ def test_a_finding_right_after_a_chinese_character_is_redacted(text, kind):
 
 def test_an_email_inside_a_longer_ascii_token_is_still_one_finding():
     assert redact("contact: first.last+tag@mail.example.org.").kinds == {"email": 1}
+
+
+@pytest.mark.parametrize(
+    ("text", "secret", "kind"),
+    [
+        ("SECRET_KEY=django-insecure-abc123xyz", "django-insecure", "password"),
+        ("STRIPE_SECRET_KEY=sk_test_51HabcdefGHIJKLmnopqr", "sk_test_51H", "api_key"),
+        ("stripe.api_key = 'sk_live_51HabcdefGHIJKLmnopqrst'", "sk_live_51H", "api_key"),
+        ("PRIVATE_KEY=MIIEvQIBADANBgkqhkiG9w0BAQEFAASC", "MIIEvQ", "password"),
+        ('{"client_secret": "abc-123-def"}', "abc-123-def", "password"),
+        ("DB_PASSWORD: s3cretpass", "s3cretpass", "password"),
+        ("Authorization: Basic dXNlcjpwYXNzd29yZA==", "dXNlcjpw", "basic_auth"),
+        ("HF_TOKEN=hf_abcdefghijklmnopqrstuvwxyz01234567", "hf_abcdef", "api_key"),
+        ("//registry.npmjs.org/:_authToken=npm_abcdefghijklmnopqrstuvwxyz0123456789", "npm_abc", "api_key"),
+        ("KEY=QWxhZGRpbjpvcGVuIHNlc2FtZQ0123456789ABCDEFGhijk", "QWxhZGRp", "secret"),
+    ],
+)
+def test_configuration_files_secrets_are_redacted(text, secret, kind):
+    result = redact(text)
+
+    assert secret not in result.text
+    assert result.kinds == {kind: 1}, result
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "SyntaxError: Unexpected token: '<' in JSON at position 0",
+        "the secret of good tests is isolation",
+        "pass the array to first() and check the token count",
+        "北京年均降雨量是 630mm 左右",
+    ],
+)
+def test_ordinary_text_is_left_alone(text):
+    assert redact(text).text == text

@@ -9,10 +9,12 @@ from django.contrib import admin, messages
 from django.db import models
 
 from tutor.admin_scoping import CourseScopedAdmin, ReadOnlyAdmin, ScopedFilter
+from tutor.audit import audit_record
 from tutor.errors import DomainError
 from tutor.lti.models import Deployment, Identity, Registration, ResourceLink, ScorePost, ScoreStatus, ToolKey
 from tutor.lti.services.registrations import check_endpoint_url
 from tutor.lti.services.scores import score_requeue
+from tutor.models import AuditEvent
 
 
 class SuperuserEditsMixin:
@@ -70,6 +72,47 @@ class RegistrationAdmin(SuperuserEditsMixin, CourseScopedAdmin):
     list_select_related = ["course"]
     search_fields = ["issuer", "client_id"]
     inlines = [DeploymentInline]
+
+    # Admin runs each save and delete in one transaction: the audit row commits with it.
+    def save_model(self, request, obj, form, change):
+        super().save_model(request, obj, form, change)
+        audit_record(
+            actor=request.user,
+            event=AuditEvent.Event.LTI_REGISTERED,
+            target=obj,
+            course=obj.course_id,
+            to_state="updated" if change else "created",
+            extra={"changed": list(form.changed_data), "via": "admin"},
+        )
+
+    def save_formset(self, request, form, formset, change):
+        super().save_formset(request, form, formset, change)
+        if formset.has_changed():
+            audit_record(
+                actor=request.user,
+                event=AuditEvent.Event.LTI_REGISTERED,
+                target=form.instance,
+                course=form.instance.course_id,
+                to_state="updated",
+                extra={
+                    "deployments": sorted(form.instance.deployments.values_list("deployment_id", flat=True))
+                },
+            )
+
+    def delete_model(self, request, obj):
+        audit_record(
+            actor=request.user,
+            event=AuditEvent.Event.LTI_REGISTERED,
+            target=obj,
+            course=obj.course_id,
+            to_state="deleted",
+            extra={"issuer": obj.issuer, "client_id": obj.client_id, "via": "admin"},
+        )
+        super().delete_model(request, obj)
+
+    def delete_queryset(self, request, queryset):
+        for registration in queryset:
+            self.delete_model(request, registration)
 
 
 @admin.register(ResourceLink)

@@ -1,36 +1,52 @@
-"""``manage.py bench_context``: the latency of the tutor context endpoint as a
-ratio to a trivial authenticated endpoint, both measured in one run on
-realistic volumes (SPEC §10).
+"""``manage.py bench_context``: the tutor's hot paths as ratios to a trivial
+authenticated endpoint, measured in one run at realistic volumes (SPEC §10).
 
-Requests go through Django's test ``Client`` in this process: real URL
-routing, the whole middleware stack, DRF token authentication, the views and
-JSON rendering, on the configured database -- but no HTTP server or socket.
-Server and network add the same cost to both endpoints, so leaving them out
-keeps the ratio about the application's own work, and it lets
-``CaptureQueriesContext`` count the queries of exactly one request on the
-connection that ran them.
+Figures (each the median over three interleaved rounds, see
+``tutor.bench.rounds``): ``context/trivial median ratio``, ``context/trivial
+p99 ratio`` (GET /api/tutor/context/ against GET /api/courses/),
+``message/trivial median ratio`` (POST a message, offline tutor, against
+GET /api/courses/), and ``ingest 100k/1k ratio`` (submissions per second
+with the seeded volume against a fresh 1k database, ``tutor.bench.ingest``).
+In-process by default (``tutor.bench.drivers``); ``--http`` measures the
+same again over loopback HTTP through gunicorn with the shipped
+configuration, each line prefixed ``http``.
 
 Rows come from seeders, one per kind of row, each able to count and delete
 what it made: a bench course is reused when its sizes match and rebuilt when
-they do not. Lessons (SPEC §10: >= 10k) come from ``lessons.bench``.
+they do not (facts and memories from ``corrections.bench``, lessons from
+``lessons.bench``). The message phase uses a session of its own, removed
+afterwards; the ingest phase a course of its own, purged afterwards.
 """
 
 from __future__ import annotations
 
-import math
-import statistics
+import argparse
+import json
+import re
+import subprocess
+import sys
 import time
-from urllib.parse import urlencode
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
+from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.db import OperationalError, connection, transaction
-from django.test import Client
 from django.test.utils import CaptureQueriesContext, override_settings
 from rest_framework.authtoken.models import Token
 
 from feedback.models import ReviewAttempt, Submission
+from lessons.models import RecallTrace
+from tutor.bench.drivers import PROJECT_DIR, HttpDriver, InProcessDriver, gunicorn_server
+from tutor.bench.ingest import (
+    INGEST_CLIENTS,
+    child_environment,
+    ingest_cleanup,
+    ingest_measure,
+    ingest_setup,
+    small_database,
+)
+from tutor.bench.rounds import Pair, RoundFigures, median_round, run_rounds
 from tutor.bench.seeding import (
     BENCH_COURSE_SLUG,
     BENCH_COURSE_TITLE,
@@ -42,23 +58,25 @@ from tutor.bench.seeding import (
 )
 from tutor.commands import DomainCommand
 from tutor.coursefile import course_import, validate_course
-from tutor.models import Course, Task, TutorMessage
+from tutor.models import Course, ModelCall, Task, TutorMessage, TutorSession
+from tutor.sessions import session_open
 
-
-def percentiles_ms(values: list[float]) -> tuple[float, float, float]:
-    """Median, p95 (nearest rank) and minimum, in milliseconds."""
-    ordered = sorted(values)
-    p95 = ordered[math.ceil(0.95 * len(ordered)) - 1]
-    return statistics.median(ordered) * 1000, p95 * 1000, ordered[0] * 1000
+SMALL_INGEST_SUBMISSIONS = 1000  # the "1k" of the ingest ratio
+INGEST_RESULT = re.compile(r"^INGEST_RESULT (?P<json>\{.*\})$", re.MULTILINE)
+MESSAGE_CORRELATION_PREFIX = "bench-message-"
+# Throttles are a courtesy, not a capacity (tutor.throttling): the benchmark
+# sends more than a student would.
+UNTHROTTLED = {"submissions": "1000000/min", "messages": "1000000/min", "regrade_requests": "1000000/min"}
 
 
 class Command(DomainCommand):
     help = (
         "Seed a benchmark course (students; submissions with 1-3 review attempts each; one long "
-        "tutor session; injected lessons) and report the median and p95 latency and the SQL queries "
-        "of GET /api/tutor/context/ against GET /api/courses/, measured in-process in the same run. "
-        "A bench course of the same sizes is reused; without --keep the benchmark rows are deleted "
-        "at the end."
+        "tutor session; course facts and memories; injected lessons) and print, as ratios to GET "
+        "/api/courses/ measured in the same run, the latency of GET /api/tutor/context/ (median, "
+        "p99) and of POST …/messages/ (median), and the submission ingest rate with the seeded "
+        "volume against a fresh 1k database. --http measures again over HTTP through gunicorn. A "
+        "bench course of the same sizes is reused; without --keep the benchmark rows are deleted."
     )
 
     def add_arguments(self, parser):
@@ -68,12 +86,24 @@ class Command(DomainCommand):
             "--messages", type=int, default=2000, help="messages of the session (default 2000)"
         )
         parser.add_argument(
-            "--requests", type=int, default=200, help="timed requests per endpoint (default 200)"
+            "--requests", type=int, default=200, help="timed requests per endpoint and round (default 200)"
         )
         parser.add_argument(
             "--warmup", type=int, default=20, help="untimed requests per endpoint (default 20)"
         )
+        parser.add_argument(
+            "--ingest",
+            type=int,
+            default=25,
+            help=f"submissions per client in each ingest phase, {INGEST_CLIENTS} clients (default 25; "
+            "0 leaves the ingest comparison out)",
+        )
+        parser.add_argument(
+            "--http", action="store_true", help="also measure over HTTP through gunicorn (shipped config)"
+        )
         parser.add_argument("--keep", action="store_true", help="keep the benchmark rows for the next run")
+        # The ingest comparison's 1k phase runs this command again on a fresh database.
+        parser.add_argument("--ingest-only", action="store_true", help=argparse.SUPPRESS)
         # Seeders of other apps bring their own size option (e.g. --facts).
         for seeder in SEEDERS:
             if hasattr(seeder, "option_help"):
@@ -83,7 +113,7 @@ class Command(DomainCommand):
 
     def handle(self, *args, submissions, students, messages, requests, warmup, keep, **options):
         limits = {"--submissions": (submissions, 1), "--students": (students, 1), "--messages": (messages, 0)}
-        limits |= {"--requests": (requests, 1), "--warmup": (warmup, 0)}
+        limits |= {"--requests": (requests, 1), "--warmup": (warmup, 0), "--ingest": (options["ingest"], 0)}
         for option, (value, minimum) in limits.items():
             if value < minimum:
                 raise CommandError(f"{option} must be at least {minimum}, got {value}")
@@ -93,6 +123,8 @@ class Command(DomainCommand):
                 if options[seeder.size] < 0:
                     raise CommandError(f"--{seeder.size} must be at least 0, got {options[seeder.size]}")
                 sizes[seeder.size] = options[seeder.size]
+        if options["ingest_only"]:
+            return self.ingest_only(sizes, per_client=options["ingest"], http=options["http"])
         started = time.perf_counter()
         self.write(f"Database: {connection.vendor}; DEBUG={settings.DEBUG} (SQL query log off for the run)")
         # DEBUG's query log would format and keep every statement: megabytes per
@@ -101,9 +133,17 @@ class Command(DomainCommand):
         with override_settings(DEBUG=False):
             try:
                 bench = self.prepare(sizes)
-                self.measure(bench, requests=requests, warmup=warmup, verbosity=options["verbosity"])
+                self.measure(
+                    bench,
+                    requests=requests,
+                    warmup=warmup,
+                    verbosity=options["verbosity"],
+                    ingest=options["ingest"],
+                    http=options["http"],
+                )
             finally:
                 # Also after a failure: without --keep a half-seeded course goes too.
+                ingest_cleanup()
                 course = Course.objects.filter(slug=BENCH_COURSE_SLUG, title=BENCH_COURSE_TITLE).first()
                 if not keep and course is not None:
                     self.delete_bench(course)
@@ -185,7 +225,11 @@ class Command(DomainCommand):
             else:
                 self.write(f"  VACUUM returned {free_mb:.0f} MB to the disk.")
 
-    def measure(self, bench: Bench, *, requests: int, warmup: int, verbosity: int) -> None:
+    # --- measuring ------------------------------------------------------------------------
+
+    def measure(
+        self, bench: Bench, *, requests: int, warmup: int, verbosity: int, ingest: int, http: bool
+    ) -> None:
         student = get_user_model().objects.get(pk=bench.student_ids()[0])
         token, _ = Token.objects.get_or_create(user=student)
         task = bench.measured_task
@@ -193,65 +237,211 @@ class Command(DomainCommand):
         self.write(
             f"Measured: {student.username} on {task.course.slug}/{task.slug} ({history} submissions, "
             f"{bench.sizes['messages']} session messages); {warmup} warmup and {requests} timed requests "
-            "per endpoint, interleaved."
+            "per endpoint and round, interleaved."
         )
-        host = next((h.lstrip(".") for h in settings.ALLOWED_HOSTS if h.lstrip(".") not in ("", "*")), None)
-        if host is None:
-            raise CommandError(
-                "ALLOWED_HOSTS names no host to send the requests to: set it, e.g. to localhost"
-            )
-        # A Host header the settings accept: requests pass ALLOWED_HOSTS as real ones do.
-        client = Client(HTTP_AUTHORIZATION=f"Token {token.key}", HTTP_HOST=host)
-        urls = {
-            "context": "/api/tutor/context/?" + urlencode({"task": task.pk, "message": CONTEXT_MESSAGE}),
-            "trivial": "/api/courses/",
+        sender = self.message_sender(bench)
+        context_query = {"task": str(task.pk), "message": CONTEXT_MESSAGE}
+        queries = self.count_queries(token.key, sender, context_query, verbosity)
+        body = InProcessDriver(token.key).get("/api/tutor/context/", context_query)[2]
+        context = json.loads(body)
+        history_meta = context["meta"]["sections"]["history"]
+        self.write(
+            f"Context: feedback state {context['feedback']['state']}, {len(context['feedback']['items'])} "
+            f"items; {history_meta['messages']} history messages ({history_meta['omitted']} omitted); "
+            f"system message {context['meta']['system_chars']} chars; {len(context['meta']['fact_ids'])} "
+            f"facts, {len(context['lessons']['recalled'])} lessons recalled."
+        )
+        try:
+            with override_settings(
+                REST_FRAMEWORK={**settings.REST_FRAMEWORK, "DEFAULT_THROTTLE_RATES": UNTHROTTLED}
+            ):
+                self.write("In-process:")
+                figures = self.rounds(InProcessDriver, token.key, sender, context_query, requests, warmup)
+                self.report("", figures, queries, requests)
+                if http:
+                    self.write("Over HTTP (gunicorn, shipped configuration, loopback):")
+                    with gunicorn_server(self.throttle_free_env()) as base:
+
+                        def driver(key, base=base):
+                            return HttpDriver(key, base)
+
+                        http_figures = self.rounds(driver, token.key, sender, context_query, requests, warmup)
+                    self.report("http ", http_figures, queries, requests)
+        finally:
+            sender.cleanup()
+        if ingest:
+            self.ingest_comparison(bench, per_client=ingest, http=http)
+        else:
+            self.write("ingest 100k/1k ratio: not measured (--ingest 0)")
+
+    @staticmethod
+    def throttle_free_env() -> dict[str, str]:
+        return {"TUTOR_THROTTLE_SUBMISSIONS": "1000000/min", "TUTOR_THROTTLE_MESSAGES": "1000000/min"}
+
+    def message_sender(self, bench: Bench) -> MessageSender:
+        student = get_user_model().objects.get(pk=bench.student_ids()[min(1, len(bench.student_ids()) - 1)])
+        return MessageSender(student=student, task=bench.measured_task)
+
+    def rounds(
+        self, make_driver, token, sender, context_query, requests, warmup
+    ) -> dict[str, list[RoundFigures]]:
+        reader = make_driver(token)
+        writer = make_driver(sender.token)
+        try:
+            pairs = [
+                Pair(
+                    "context",
+                    lambda: reader.get("/api/tutor/context/", context_query),
+                    lambda: reader.get("/api/courses/"),
+                ),
+                Pair(
+                    "message",
+                    lambda: writer.post(sender.url, {"content": CONTEXT_MESSAGE}),
+                    lambda: writer.get("/api/courses/"),
+                    expect=(201, 200),
+                ),
+            ]
+            return run_rounds(pairs, requests=requests, warmup=warmup, write=self.write)
+        finally:
+            reader.close()
+            writer.close()
+
+    def count_queries(self, token: str, sender, context_query: dict, verbosity: int) -> dict[str, int]:
+        """The SQL statements of one request of each kind, on this connection."""
+        driver, writer = InProcessDriver(token), InProcessDriver(sender.token)
+        calls = {
+            "context": lambda: driver.get("/api/tutor/context/", context_query),
+            "trivial": lambda: driver.get("/api/courses/"),
+            "message": lambda: writer.post(sender.url, {"content": CONTEXT_MESSAGE}),
         }
-
-        def get(name: str) -> float:
-            began = time.perf_counter()
-            response = client.get(urls[name])
-            elapsed = time.perf_counter() - began
-            if response.status_code != 200:
-                raise CommandError(
-                    f"GET {urls[name]} answered {response.status_code}: {response.content[:300]!r}"
-                )
-            return elapsed
-
-        for _ in range(warmup):
-            get("context")
-            get("trivial")
-        queries = {}
-        for name in urls:
+        counts = {}
+        for name, call in calls.items():
+            call()  # warm the caches of the first request
             with CaptureQueriesContext(connection) as captured:
-                get(name)
-            queries[name] = len(captured)
+                call()
+            counts[name] = len(captured)
             if verbosity >= 2:
                 for query in captured.captured_queries:
                     self.write(f"    [{name}] {query['sql']}")
-        body = client.get(urls["context"]).json()
-        history_meta = body["meta"]["sections"]["history"]
+        return counts
+
+    def report(
+        self, prefix: str, figures: dict[str, list[RoundFigures]], queries: dict, requests: int
+    ) -> None:
+        context, message = figures["context"], figures["message"]
+        mid = median_round(context, lambda r: r.median_ratio)
+        tail = median_round(context, lambda r: r.p99_ratio)
+        sent = median_round(message, lambda r: r.median_ratio)
+        rounds = len(context)
+        self.write(f"{'endpoint':<34}{'requests':>9}{'median ms':>11}{'p99 ms':>9}{'queries':>9}")
+        for label, value, p99, count in (
+            ("GET /api/tutor/context/", mid.median, mid.p99, queries["context"]),
+            ("GET /api/courses/", mid.trivial_median, mid.trivial_p99, queries["trivial"]),
+            ("POST /api/tutor/sessions/…/messages/", sent.median, sent.p99, queries["message"]),
+        ):
+            self.write(f"{label:<34}{requests * rounds:>9}{value * 1000:>11.2f}{p99 * 1000:>9.2f}{count:>9}")
+        ms = 1000
         self.write(
-            f"Context: feedback state {body['feedback']['state']}, {len(body['feedback']['items'])} "
-            f"items; {history_meta['messages']} history messages ({history_meta['omitted']} omitted); "
-            f"system message {body['meta']['system_chars']} chars."
+            f"{prefix}context/trivial median ratio: {mid.median_ratio:.2f}x (context {mid.median * ms:.2f} "
+            f"ms, trivial {mid.trivial_median * ms:.2f} ms, {queries['context']} vs {queries['trivial']} "
+            f"queries; median of {rounds} rounds)"
+        )
+        self.write(
+            f"{prefix}context/trivial p99 ratio: {tail.p99_ratio:.2f}x (context {tail.p99 * ms:.2f} ms, "
+            f"trivial {tail.trivial_p99 * ms:.2f} ms; median of {rounds} rounds)"
+        )
+        self.write(
+            f"{prefix}message/trivial median ratio: {sent.median_ratio:.2f}x (message {sent.median * ms:.2f} "
+            f"ms, trivial {sent.trivial_median * ms:.2f} ms, {queries['message']} statements; "
+            f"median of {rounds} rounds)"
         )
 
-        samples: dict[str, list[float]] = {name: [] for name in urls}
-        for i in range(requests):
-            # Alternate which goes first, so neither always runs right after the other.
-            for name in ("context", "trivial") if i % 2 == 0 else ("trivial", "context"):
-                samples[name].append(get(name))
-        rows = {name: percentiles_ms(values) for name, values in samples.items()}
+    # --- ingest -------------------------------------------------------------------------------
 
+    def ingest_rate(self, per_client: int, http: bool) -> float:
+        """Submissions per second of the ingest phase on this database."""
+        task, tokens = ingest_setup()
+        try:
+            with override_settings(
+                REST_FRAMEWORK={**settings.REST_FRAMEWORK, "DEFAULT_THROTTLE_RATES": UNTHROTTLED}
+            ):
+                if http:
+                    with gunicorn_server(self.throttle_free_env()) as base:
+                        run = ingest_measure(task, tokens, per_client, lambda key: HttpDriver(key, base))
+                else:
+                    run = ingest_measure(task, tokens, per_client, InProcessDriver)
+        finally:
+            ingest_cleanup()
+        return run.per_second
+
+    def ingest_comparison(self, bench: Bench, *, per_client: int, http: bool) -> None:
+        large = Submission.objects.count()
+        modes = [("", False)] + ([("http ", True)] if http else [])
         self.write(
-            f"{'endpoint':<26}{'requests':>9}{'median ms':>11}{'p95 ms':>9}{'min ms':>9}{'queries':>9}"
+            f"Ingest: {INGEST_CLIENTS} clients x {per_client} submissions, with {large} submissions stored "
+            f"and in a fresh database holding {SMALL_INGEST_SUBMISSIONS}:"
         )
-        for name, label in (("context", "GET /api/tutor/context/"), ("trivial", "GET /api/courses/")):
-            median, p95, low = rows[name]
-            self.write(f"{label:<26}{requests:>9}{median:>11.2f}{p95:>9.2f}{low:>9.2f}{queries[name]:>9}")
-        (c_median, c_p95, _), (t_median, t_p95, _) = rows["context"], rows["trivial"]
-        self.write(
-            f"context/trivial median ratio: {c_median / t_median:.1f}x (context {c_median:.1f} ms, "
-            f"trivial {t_median:.1f} ms, {queries['context']} vs {queries['trivial']} queries)"
+        small_rates = self.small_ingest_rates(per_client, http)
+        for prefix, over_http in modes:
+            rate = self.ingest_rate(per_client, over_http)
+            small = small_rates[over_http]
+            self.write(
+                f"{prefix}ingest 100k/1k ratio: {rate / small:.2f}x ({large} stored: {rate:.1f}/s, "
+                f"{SMALL_INGEST_SUBMISSIONS} stored: {small:.1f}/s; {INGEST_CLIENTS} clients)"
+            )
+
+    def small_ingest_rates(self, per_client: int, http: bool) -> dict[bool, float]:
+        """The 1k phase: this command again, on a fresh database of the same kind."""
+        with small_database() as url:
+            command = [
+                sys.executable, "manage.py", "bench_context", "--ingest-only",
+                "--submissions", str(SMALL_INGEST_SUBMISSIONS), "--students", "50", "--messages", "0",
+                "--ingest", str(per_client),
+                *[f"--{seeder.size}=0" for seeder in SEEDERS if hasattr(seeder, "option_help")],
+                *(["--http"] if http else []),
+            ]  # fmt: skip
+            vendor = connection.vendor
+            self.write(f"  measuring a fresh {vendor} database with {SMALL_INGEST_SUBMISSIONS} submissions…")
+            done = subprocess.run(
+                command,
+                cwd=PROJECT_DIR,
+                env=child_environment(url),
+                capture_output=True,
+                text=True,
+                timeout=1800,
+            )
+        match = INGEST_RESULT.search(done.stdout)
+        if done.returncode != 0 or match is None:
+            raise CommandError(f"the 1k ingest phase failed:\n{done.stdout[-1500:]}\n{done.stderr[-1500:]}")
+        rates = json.loads(match["json"])
+        return {False: rates["in_process"], True: rates.get("http", 0.0)}
+
+    def ingest_only(self, sizes: dict[str, int], *, per_client: int, http: bool) -> None:
+        """The 1k phase itself (run by ``small_ingest_rates`` on a fresh database)."""
+        call_command("migrate", verbosity=0, interactive=False)
+        with override_settings(DEBUG=False):
+            self.prepare(sizes)
+            rates = {"in_process": self.ingest_rate(per_client, False)}
+            if http:
+                rates["http"] = self.ingest_rate(per_client, True)
+        self.stdout.write("INGEST_RESULT " + json.dumps(rates))
+
+
+class MessageSender:
+    """The message phase's own session (another bench student's, on the
+    measured task), removed with what its turns stored."""
+
+    def __init__(self, *, student, task: Task):
+        self.student = student
+        self.token = Token.objects.get_or_create(user=student)[0].key
+        self.session, _ = session_open(student=student, task=task, new=True)
+        self.url = f"/api/tutor/sessions/{self.session.pk}/messages/"
+
+    def cleanup(self) -> None:
+        correlation_ids = list(
+            TutorMessage.objects.filter(session=self.session).values_list("correlation_id", flat=True)
         )
-        self.write(f"context/trivial p95 ratio: {c_p95 / t_p95:.1f}x")
+        ModelCall.objects.filter(correlation_id__in=correlation_ids).delete()
+        # A recall trace only lets go of a deleted session: removed by its turn's id.
+        RecallTrace.objects.filter(correlation_id__in=correlation_ids).delete()
+        TutorSession.objects.filter(pk=self.session.pk).delete()  # messages and lesson hits cascade

@@ -81,7 +81,9 @@ class Command(DomainCommand):
                 if password is not None:
                     user.set_password(password)
                     user.save(update_fields=["password"])
-                elif user.get_username() in missing:
+                elif user.get_username() in missing or not user.has_usable_password():
+                    # A new staff member, or one who never had a password (an
+                    # API-only student made staff), must be able to sign in.
                     one_time[user.get_username()] = secrets.token_urlsafe(12)
                     user.set_password(one_time[user.get_username()])
                     user.save(update_fields=["password"])

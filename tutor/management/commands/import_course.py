@@ -1,5 +1,6 @@
 from tutor.commands import DomainCommand
 from tutor.coursefile import course_import, load_course_file, validate_course
+from tutor.models import Task
 
 
 class Command(DomainCommand):
@@ -31,11 +32,18 @@ class Command(DomainCommand):
         if rereview:
             from feedback.services.intake import rereview_latest_submissions
 
-            for task in report.rubric_changed:
+            # Every task, not only those bumped now: a bump imported earlier
+            # without --rereview left its latest submissions outdated too.
+            queued = 0
+            for task in Task.objects.filter(course=report.course).select_related("course", "current_rubric"):
                 count = rereview_latest_submissions(
                     task=task,
                     progress=lambda done, total, slug=task.slug: self.progress(
                         f"  re-review {slug}", done, total
                     ),
                 )
-                out.write(f"  re-review queued for {count} submissions of {task.slug}")
+                queued += count
+                if count:
+                    out.write(f"  re-review queued for {count} submissions of {task.slug}")
+            if not queued:
+                out.write("  re-review: every latest submission is reviewed under the current rules")

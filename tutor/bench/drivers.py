@@ -1,0 +1,165 @@
+"""How the benchmark sends its requests: in-process through Django's test
+client, or over HTTP to gunicorn started with the shipped configuration.
+
+In-process requests go through the real URL routing, middleware, token
+authentication, views and rendering, but no server or socket: both
+endpoints of a ratio pay the same for those, so leaving them out shows the
+application's own work. ``--http`` adds them back (gunicorn's gthread
+workers, loopback TCP, keep-alive connections), as a deployment runs.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+from django.conf import settings
+from django.core.management.base import CommandError
+from django.test import Client
+
+PROJECT_DIR = Path(__file__).resolve().parents[2]
+SERVER_START_SECONDS = 60
+HTTP_TIMEOUT_SECONDS = 120
+
+
+class Failed(CommandError):
+    pass
+
+
+def bench_host() -> str:
+    host = next((h.lstrip(".") for h in settings.ALLOWED_HOSTS if h.lstrip(".") not in ("", "*")), None)
+    if host is None:
+        raise CommandError("ALLOWED_HOSTS names no host to send the requests to: set it, e.g. to localhost")
+    return host
+
+
+class InProcessDriver:
+    """One client (one token) in this process."""
+
+    def __init__(self, token: str):
+        # A Host header the settings accept: requests pass ALLOWED_HOSTS as real ones do.
+        self.client = Client(HTTP_AUTHORIZATION=f"Token {token}", HTTP_HOST=bench_host())
+
+    def get(self, path: str, query: dict | None = None) -> tuple[float, int, bytes]:
+        began = time.perf_counter()
+        response = self.client.get(path, query or {})
+        return time.perf_counter() - began, response.status_code, response.content
+
+    def post(self, path: str, body: dict) -> tuple[float, int, bytes]:
+        began = time.perf_counter()
+        response = self.client.post(path, body, content_type="application/json")
+        return time.perf_counter() - began, response.status_code, response.content
+
+    def close(self) -> None:
+        """Nothing to close: requests run on this thread's database connection."""
+
+
+class HttpDriver:
+    """One keep-alive HTTP connection (one token) to ``base_url``."""
+
+    def __init__(self, token: str, base_url: str):
+        self.client = httpx.Client(
+            base_url=base_url,
+            headers={"Authorization": f"Token {token}", "Host": bench_host()},
+            timeout=HTTP_TIMEOUT_SECONDS,
+        )
+
+    def get(self, path: str, query: dict | None = None) -> tuple[float, int, bytes]:
+        began = time.perf_counter()
+        response = self.client.get(path, params=query or {})
+        return time.perf_counter() - began, response.status_code, response.content
+
+    def post(self, path: str, body: dict) -> tuple[float, int, bytes]:
+        began = time.perf_counter()
+        response = self.client.post(path, json=body)
+        return time.perf_counter() - began, response.status_code, response.content
+
+    def close(self) -> None:
+        self.client.close()
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def current_database_url() -> str:
+    """A DATABASE_URL naming the database this process uses (also a test
+    database), for a server started from here."""
+    from urllib.parse import quote
+
+    from django.db import connection
+
+    config = connection.settings_dict
+    if connection.vendor == "sqlite":
+        return f"sqlite:///{config['NAME']}"
+    user, password = quote(config.get("USER") or ""), quote(config.get("PASSWORD") or "")
+    auth = f"{user}:{password}@" if password else (f"{user}@" if user else "")
+    host, port = config.get("HOST") or "localhost", config.get("PORT") or 5432
+    return f"postgres://{auth}{host}:{port}/{config['NAME']}"
+
+
+@contextlib.contextmanager
+def gunicorn_server(env: dict[str, str] | None = None) -> Iterator[str]:
+    """Gunicorn with ``tutor/gunicorn_conf.py`` on a free loopback port, for
+    the duration of the block; yields its base URL. Its log goes to a
+    temporary file, shown when it fails to start."""
+    port = free_port()
+    environ = {
+        **os.environ,
+        "DATABASE_URL": current_database_url(),
+        **(env or {}),
+        "WEB_BIND": f"127.0.0.1:{port}",
+        "LOG_LEVEL": "WARNING",
+    }
+    environ.setdefault("SECRET_KEY", settings.SECRET_KEY)
+    environ.setdefault("ALLOWED_HOSTS", ",".join(settings.ALLOWED_HOSTS) or bench_host())
+    with tempfile.NamedTemporaryFile("w+", suffix=".log", delete=False) as log:
+        log_path = log.name
+    with open(log_path, "w") as log:
+        server = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "gunicorn",
+                "--config",
+                "python:tutor.gunicorn_conf",
+                "tutor.wsgi:application",
+            ],
+            cwd=PROJECT_DIR,
+            env=environ,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + SERVER_START_SECONDS
+        while True:
+            if server.poll() is not None:
+                raise Failed(
+                    f"gunicorn exited with status {server.returncode}:\n{Path(log_path).read_text()[-2000:]}"
+                )
+            try:
+                httpx.get(f"{base}/healthz", headers={"Host": bench_host()}, timeout=2)
+                break
+            except httpx.TransportError:
+                if time.monotonic() > deadline:
+                    raise Failed(f"gunicorn did not answer within {SERVER_START_SECONDS}s") from None
+                time.sleep(0.2)
+        yield base
+    finally:
+        server.terminate()
+        try:
+            server.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            server.kill()
+        Path(log_path).unlink(missing_ok=True)
