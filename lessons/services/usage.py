@@ -62,22 +62,22 @@ def recall_record(*, result: RecallResult, student, task, session_id, correlatio
         )
         if session_id is None:
             return trace
-        # A hit row per (lesson, session): the ones this trace got are the new uses.
+        # A hit row per (lesson, session): the ones this trace got are the new
+        # uses, counted and checked for promotion without reading them back.
         LessonHit.objects.bulk_create(
             (LessonHit(lesson_id=lesson_id, session_id=session_id, trace=trace) for lesson_id in recalled),
             ignore_conflicts=True,
         )
-        counted = list(LessonHit.objects.filter(trace=trace).values_list("lesson_id", flat=True))
-        if counted:
-            Lesson.objects.filter(pk__in=counted).update(
-                hit_count=F("hit_count") + 1, last_hit=result.context.today
-            )
-            promoted = Lesson.objects.filter(
-                pk__in=counted, hit_count__gte=promote_hits(), skill_candidate__isnull=True
-            ).values_list("pk", "hit_count")
-            SkillCandidate.objects.bulk_create(
-                (SkillCandidate(lesson_id=pk, hit_count=hits) for pk, hits in promoted), ignore_conflicts=True
-            )
+        counted = LessonHit.objects.filter(trace=trace).values("lesson_id")
+        Lesson.objects.filter(pk__in=counted).update(
+            hit_count=F("hit_count") + 1, last_hit=result.context.today
+        )
+        promoted = Lesson.objects.filter(
+            pk__in=counted, hit_count__gte=promote_hits(), skill_candidate__isnull=True
+        ).values_list("pk", "hit_count")
+        SkillCandidate.objects.bulk_create(
+            (SkillCandidate(lesson_id=pk, hit_count=hits) for pk, hits in promoted), ignore_conflicts=True
+        )
     return trace
 
 
