@@ -258,12 +258,13 @@ def _candidate_ids(shape: _Shape, scope: Q, values: dict, known: QuerySet | None
     loaded, and filtered; never the reverse.)
     """
 
-    def hits(kind: str) -> Count:
-        return Count("lesson_id", filter=Q(kind=kind))
+    def hits(kind: str) -> Cast:
+        # A double (PostgreSQL would compute in numeric with the literal
+        # weights), cast after the aggregate: a cast weight would be grouped by.
+        return Cast(Count("lesson_id", filter=Q(kind=kind)), output_field=FloatField())
 
-    def weight(name: str) -> Cast:
-        # A double: PostgreSQL would read the literal as numeric, slower to compute with.
-        return Cast(Value(values[name]), output_field=FloatField())
+    def weight(name: str) -> Value:
+        return Value(values[name])
 
     tag_part = weight("tag_weight") * hits(LessonKey.Kind.TAG)
     tags = values["tags"]
