@@ -52,13 +52,14 @@ class LessonsSection(SectionProvider):
         # At most one query (SPEC §10). A preview touches only the matching
         # keys' index entries and writes no trace line; a real send also counts
         # the scope's lessons per stage in the same statement, for the trace
-        # ``after_send`` stores.
+        # ``after_send`` stores, and reads which lessons its session already used.
         result = lessons_recall(
             course_ids=[request.task.course_id],
             tags=request.task.tags or [],
             texts=symptom_texts(request),
             with_counts=not request.preview,
             lines=not request.preview,
+            session_id=None if request.preview else request.session_id,
         )
         text = ""
         if result.recalled:

@@ -154,6 +154,8 @@ class RecallResult:
     # Every lesson's decision and, per decision, those not listed: known with the totals.
     counts: dict[str, int] | None = None
     omitted: dict[str, int] | None = None
+    # Ids of the lessons read that the request's tutor session had already used (a real send).
+    used_in_session: frozenset = frozenset()
 
     def with_totals(self, totals: Totals) -> RecallResult:
         """Counts for the whole scope: a lesson not among those that could

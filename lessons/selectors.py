@@ -14,10 +14,12 @@ from django.db.models import (
     Count,
     DateField,
     DateTimeField,
+    Exists,
     F,
     FloatField,
     Func,
     IntegerField,
+    OuterRef,
     Q,
     QuerySet,
     Subquery,
@@ -29,7 +31,15 @@ from django.db.models.functions import Cast, Coalesce, StrIndex
 from django.utils import timezone
 
 from lessons import access
-from lessons.models import Lesson, LessonKey, LessonStatus, RecalledLesson, RecallTrace, SkillCandidate
+from lessons.models import (
+    Lesson,
+    LessonHit,
+    LessonKey,
+    LessonStatus,
+    RecalledLesson,
+    RecallTrace,
+    SkillCandidate,
+)
 from lessons.recall import LessonRow, RecallContext, RecallParams, RecallResult, Totals, recall
 from lessons.text import jaccard, marked, normalize, text_tokens
 from tutor.prepared import PreparedQuery
@@ -184,6 +194,7 @@ class _Shape:
     looks_for: str  # _NOTHING; _SYMPTOMS (explicit, maybe none); _TEXT (phrases found in SQL)
     every_lesson: bool  # the floor is within reach of every lesson: all are loaded
     with_counts: bool
+    in_session: bool = False  # each lesson row tells whether this session already used it
 
 
 # Parameter kinds (tutor.prepared) of the statement's values.
@@ -198,10 +209,13 @@ _KINDS = {
     "w_symptom": "float",
     "threshold": "float",
     "today": "date",
+    "session_id": "uuid",
 }
 
 
-def _bind(query: _Query, params: RecallParams, today: date, with_counts: bool) -> tuple[_Shape, dict] | None:
+def _bind(
+    query: _Query, params: RecallParams, today: date, with_counts: bool, session_id=None
+) -> tuple[_Shape, dict] | None:
     """The shape of the statement for ``query`` and the values it runs with;
     None when there is nothing to read."""
     every_lesson = params.reach <= 0
@@ -232,7 +246,11 @@ def _bind(query: _Query, params: RecallParams, today: date, with_counts: bool) -
         values["haystack"] = query.haystack
     if with_counts:
         values["today"] = today
-    return _Shape(scoped, looks_for, every_lesson, with_counts), values
+    # Only a statement that reads lessons can say which ones the session used.
+    in_session = session_id is not None and (every_lesson or looks_for != _NOTHING)
+    if in_session:
+        values["session_id"] = session_id
+    return _Shape(scoped, looks_for, every_lesson, with_counts, in_session), values
 
 
 def _keys_in_text(scope: Q, anchors, haystack: str) -> QuerySet:
@@ -360,22 +378,29 @@ def _recall_queryset(shape: _Shape, **values) -> QuerySet:
     elif shape.looks_for != _NOTHING:
         # By id only: the keys are already scoped, and the lookup goes by primary key.
         parts.append(Lesson.objects.filter(InSubquery(F("id"), _candidate_ids(shape, scope, values, known))))
-    parts = [p.order_by().values_list(Value(_LESSON), *_ROW_COLUMNS, *tail) for p in parts]
+    used, typed_unused, unused = (), (), ()
+    if shape.in_session:
+        used = (Exists(LessonHit.objects.filter(lesson_id=OuterRef("id"), session_id=values["session_id"])),)
+        typed_unused = (Cast(Value(None), output_field=BooleanField()),)
+        unused = (Value(None, output_field=BooleanField()),)
+    parts = [p.order_by().values_list(Value(_LESSON), *_ROW_COLUMNS, *used, *tail) for p in parts]
     if known is not None:
-        phrase_row = (_TYPED_NULL_ROW[0], "value", *_TYPED_NULL_ROW[2:])
+        phrase_row = (_TYPED_NULL_ROW[0], "value", *_TYPED_NULL_ROW[2:], *typed_unused)
         parts.append(known.values_list(Value(_PHRASE), *phrase_row, *tail).distinct())
     if shape.with_counts:
         parts.append(
             _stage_counts(values["course_ids"] if shape.scoped else None, values["today"]).values_list(
-                Value(_COUNTS), *_NULL_ROW, "n_active", "n_expired", "n_other"
+                Value(_COUNTS), *_NULL_ROW, *unused, "n_active", "n_expired", "n_other"
             )
         )
     return parts[0].union(*parts[1:], all=True) if len(parts) > 1 else parts[0]
 
 
-def _statement(query: _Query, params: RecallParams, today: date, with_counts: bool) -> QuerySet | None:
+def _statement(
+    query: _Query, params: RecallParams, today: date, with_counts: bool, session_id=None
+) -> QuerySet | None:
     """The statement for ``query`` as an ORM queryset; None when there is nothing to read."""
-    bound = _bind(query, params, today, with_counts)
+    bound = _bind(query, params, today, with_counts, session_id)
     return _recall_queryset(bound[0], **bound[1]) if bound else None
 
 
@@ -404,14 +429,20 @@ def _prepared_for(shape: _Shape, names) -> PreparedQuery:
     return prepared
 
 
-def _statement_rows(query: _Query, params: RecallParams, today: date, with_counts: bool) -> list[tuple]:
-    """The rows of ``_statement``, run as its prepared SQL."""
-    bound = _bind(query, params, today, with_counts)
+def _run(bound: tuple[_Shape, dict] | None) -> list[tuple]:
+    """The rows of a bound statement, run as its prepared SQL."""
     if bound is None:
         return []
     shape, values = bound
     values = {name: _padded(v) if isinstance(v, list) else v for name, v in values.items()}
     return [tuple(row.values()) for row in _prepared_for(shape, values).rows(**values)]
+
+
+def _statement_rows(
+    query: _Query, params: RecallParams, today: date, with_counts: bool, session_id=None
+) -> list[tuple]:
+    """The rows of ``_statement``, run as its prepared SQL."""
+    return _run(_bind(query, params, today, with_counts, session_id))
 
 
 def _row(values: tuple, tz) -> LessonRow:
@@ -461,6 +492,7 @@ def lessons_recall(
     params: RecallParams | None = None,
     with_counts: bool = True,
     lines: bool = True,
+    session_id=None,
 ) -> RecallResult:
     """Recall for a context (SPEC §6), in at most ONE query whatever the library size (SPEC §10).
 
@@ -471,6 +503,9 @@ def lessons_recall(
     statement, for its stored trace), so the statement touches only index
     entries of matching keys. Without ``lines`` the trace's lines are not
     written (the decisions are the same): a context preview shows none.
+    With ``session_id`` (a real send) the result also knows which of the
+    lessons it read that session has already used (``used_in_session``), so
+    the send counts only the new uses without reading them back.
 
     Why it is cheap: a lesson whose tag and symptom parts stay below
     ``floor − W_DECAY`` (0.2 with the seed's numbers) cannot reach the floor,
@@ -506,19 +541,26 @@ def lessons_recall(
     params = params or RecallParams.from_settings()
     today = today or timezone.localdate()
     query = _recall_query(course_ids, tags, symptoms, texts)
-    rows, found, totals = [], [], None
+    rows, found, totals, used = [], [], None, set()
     width = 1 + len(_ROW_FIELDS)
+    bound = _bind(query, params, today, with_counts, session_id)
+    in_session = bound is not None and bound[0].in_session
+    counts_at = width + in_session
     tz = timezone.get_current_timezone()
-    for values in _statement_rows(query, params, today, with_counts):
+    for values in _run(bound):
         if values[0] == _LESSON:
             rows.append(_row(values[1:width], tz))
+            if in_session and values[width]:
+                used.add(values[1])
         elif values[0] == _PHRASE:
             found.append(values[2])
         else:
-            totals = Totals(active=values[width], expired=values[width + 1], other_status=values[width + 2])
+            totals = Totals(*values[counts_at : counts_at + 3])
     symptoms_found = query.symptoms if query.symptoms is not None else tuple(sorted(found))
     ctx = RecallContext(tags=query.tags, symptoms=symptoms_found, today=today)
-    return recall(rows, totals, ctx, params, lines=lines)
+    result = recall(rows, totals, ctx, params, lines=lines)
+    result.used_in_session = frozenset(used)
+    return result
 
 
 # --- lists for staff ---------------------------------------------------------------------

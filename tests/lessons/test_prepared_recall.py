@@ -14,12 +14,13 @@ from django.db import connection
 from django.utils import timezone
 
 from lessons import selectors
-from lessons.models import Lesson, LessonStatus, RecallTrace
+from lessons.models import Lesson, LessonHit, LessonStatus, RecallTrace
 from lessons.recall import RecallParams, recall
 from lessons.selectors import lessons_recall
 from tests.lessons.conftest import make_lesson
 from tests.lessons.test_recall import ctx, decisions, row, run
 from tests.tutor.test_context import open_session, send
+from tutor.models import TutorSession
 from tutor.prepared import PreparedQuery
 
 PARAMS = RecallParams(
@@ -66,29 +67,55 @@ def as_rows(rows) -> list:
     return sorted((tuple(r.values()) if isinstance(r, dict) else tuple(r) for r in rows), key=repr)
 
 
+@pytest.fixture
+def used_session(course, task, student, library):
+    """A tutor session that has already used the library's first lesson."""
+    session = TutorSession.objects.create(student=student, task=task)
+    trace = RecallTrace.objects.create(
+        correlation_id="earlier",
+        course=course,
+        student=student,
+        task=task,
+        session=session,
+        context={},
+        params={},
+        lines=[],
+        counts={},
+        omitted={},
+        used_tokens=0,
+        budget_tokens=800,
+    )
+    LessonHit.objects.create(lesson=library[0], session=session, trace=trace)
+    return session
+
+
 @pytest.mark.django_db
 @pytest.mark.parametrize("scoped", [True, False])
 @pytest.mark.parametrize("source", list(SOURCES))
 @pytest.mark.parametrize("every_lesson", [False, True])
 @pytest.mark.parametrize("with_counts", [False, True])
+@pytest.mark.parametrize("in_session", [False, True])
 def test_each_shape_runs_the_sql_of_its_queryset_and_returns_its_rows(
-    course, library, today, scoped, source, every_lesson, with_counts
+    course, library, used_session, today, scoped, source, every_lesson, with_counts, in_session
 ):
     inputs = SOURCES[source]
     query = selectors._recall_query(
         [course.pk] if scoped else None, inputs["tags"], inputs.get("symptoms"), inputs.get("texts")
     )
-    bound = selectors._bind(query, EVERY if every_lesson else PARAMS, today, with_counts)
+    session_id = used_session.pk if in_session else None
+    bound = selectors._bind(query, EVERY if every_lesson else PARAMS, today, with_counts, session_id)
     if source == "nothing" and not (every_lesson or with_counts):
         assert bound is None  # nothing to read: no statement at all
         return
     shape, values = bound
     looks_for = "nothing" if source == "nothing" or (source == "symptoms" and every_lesson) else source
-    assert (shape.scoped, shape.looks_for, shape.every_lesson, shape.with_counts) == (
+    reads_lessons = every_lesson or looks_for != "nothing"
+    assert (shape.scoped, shape.looks_for, shape.every_lesson, shape.with_counts, shape.in_session) == (
         scoped,
         looks_for,
         every_lesson,
         with_counts,
+        in_session and reads_lessons,
     )
     queryset = selectors._recall_queryset(shape, **values)
     prepared = selectors._prepared_for(shape, values)
@@ -99,8 +126,11 @@ def test_each_shape_runs_the_sql_of_its_queryset_and_returns_its_rows(
     assert rows == as_rows(queryset)
     kinds = {r[0] for r in rows}
     assert ("c" in kinds) == with_counts
-    assert ("r" in kinds) == (every_lesson or source != "nothing")
+    assert ("r" in kinds) == reads_lessons
     assert ("p" in kinds) == (source == "text")
+    if shape.in_session:  # the lessons this session already used, and only those
+        width = 1 + len(selectors._ROW_FIELDS)
+        assert {r[1] for r in rows if r[0] == "r" and r[width]} == {library[0].pk}
 
 
 @pytest.mark.django_db
@@ -249,3 +279,32 @@ def test_a_real_send_stores_the_counts_its_recall_statement_read(
         "filtered_status": other,
     }
     assert trace.omitted == {"floor": active - 1, "filtered_expired": expired - 1, "filtered_status": other}
+
+
+@pytest.mark.django_db
+def test_a_later_send_in_the_same_session_writes_no_hit_again(
+    course, task, student_client, fake_llm, django_assert_num_queries
+):
+    from tests.lessons.conftest import bulk_lessons
+    from tests.lessons.test_tutor_context import MESSAGE_POST_WITH_LESSONS_QUERIES, TASK_TAGS
+    from tests.tutor.test_context import MESSAGE_POST_QUERIES
+
+    fake_llm.default = "Let's look at it together."
+    bulk_lessons(course, 3, tags=TASK_TAGS)
+    session = open_session(student_client, task)
+    with django_assert_num_queries(MESSAGE_POST_WITH_LESSONS_QUERIES):
+        first = send(student_client, session, "what now?").json()
+
+    # MESSAGE_POST_QUERIES without the detection run on commit (-1), then
+    # savepoint, RecalledLesson INSERT, release (3): the recall statement
+    # already showed the three lessons used by this session.
+    with django_assert_num_queries(MESSAGE_POST_QUERIES - 1 + 3):
+        second = send(student_client, session, "and then?").json()
+
+    assert second["context_meta"]["lesson_ids"] == first["context_meta"]["lesson_ids"]
+    assert sorted(Lesson.objects.values_list("hit_count", flat=True)) == [1, 1, 1]
+    assert LessonHit.objects.count() == 3 and RecallTrace.objects.count() == 2
+    later = RecallTrace.objects.order_by("created_at", "id").last()
+    assert set(later.recalled.values_list("pk", flat=True)) == set(
+        Lesson.objects.values_list("pk", flat=True)
+    )
