@@ -12,7 +12,7 @@ recalled lessons only; the trace -- with the titles of lessons not recalled
 from __future__ import annotations
 
 from lessons.recall import recalled_item
-from lessons.selectors import lessons_recall, lessons_stage_totals
+from lessons.selectors import lessons_recall
 from lessons.services.usage import recall_record
 from lessons.text import render_lesson
 from tutor.fencing import fence
@@ -49,13 +49,17 @@ class LessonsSection(SectionProvider):
     data_key = "lessons"
 
     def build(self, request: ContextRequest) -> Section:
-        # At most one query (SPEC §10), touching only the matching keys' index
-        # entries: the scope's counts are read by a real send only (after_send).
+        # At most one query (SPEC §10). A preview touches only the matching
+        # keys' index entries and writes no trace line; a real send also counts
+        # the scope's lessons per stage in the same statement, for the trace
+        # ``after_send`` stores, and reads which lessons its session already used.
         result = lessons_recall(
             course_ids=[request.task.course_id],
             tags=request.task.tags or [],
             texts=symptom_texts(request),
-            with_counts=False,
+            with_counts=not request.preview,
+            lines=not request.preview,
+            session_id=None if request.preview else request.session_id,
         )
         text = ""
         if result.recalled:
@@ -75,10 +79,8 @@ class LessonsSection(SectionProvider):
         """The stored trace, hit counts and promotion of a real send."""
         if request.preview or section.state is None:
             return
-        result = section.state
-        totals = lessons_stage_totals(course_ids=[request.task.course_id], today=result.context.today)
         recall_record(
-            result=result.with_totals(totals),
+            result=section.state,
             student=request.student,
             task=request.task,
             session_id=request.session_id,

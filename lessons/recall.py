@@ -154,6 +154,8 @@ class RecallResult:
     # Every lesson's decision and, per decision, those not listed: known with the totals.
     counts: dict[str, int] | None = None
     omitted: dict[str, int] | None = None
+    # Ids of the lessons read that the request's tutor session had already used (a real send).
+    used_in_session: frozenset = frozenset()
 
     def with_totals(self, totals: Totals) -> RecallResult:
         """Counts for the whole scope: a lesson not among those that could
@@ -259,8 +261,31 @@ def filtered_line(row: LessonRow, decision: str) -> dict:
     }
 
 
+def _lines(
+    filtered: list[tuple[LessonRow, str]],
+    candidates: list[Scored],
+    recalled: list[Scored],
+    params: RecallParams,
+) -> tuple[list[dict], list[dict]]:
+    # The recalled lessons are always listed; the other scored ones in rank order as room allows.
+    room = max(params.max_lines - len(recalled), 0)
+    others = {id(item) for item in [c for c in candidates if c.decision != Decision.RECALLED][:room]}
+    scored_lines = [
+        scored_line(item) for item in candidates if item.decision == Decision.RECALLED or id(item) in others
+    ]
+    room = max(params.max_lines - len(scored_lines), 0)
+    filtered.sort(key=lambda pair: str(pair[0].id))
+    filtered_lines = [filtered_line(row, decision) for row, decision in filtered[:room]]
+    return filtered_lines, scored_lines
+
+
 def recall(
-    rows: list[LessonRow], totals: Totals | None, ctx: RecallContext, params: RecallParams
+    rows: list[LessonRow],
+    totals: Totals | None,
+    ctx: RecallContext,
+    params: RecallParams,
+    *,
+    lines: bool = True,
 ) -> RecallResult:
     """Recall over ``rows`` (at least every lesson of the scope that can reach
     the floor; more do no harm) of a scope whose stage sizes are ``totals``.
@@ -270,6 +295,8 @@ def recall(
     counted, not listed; beyond ``max_lines`` lines the recalled and then the
     best scored lines are kept and the rest counted. ``counts`` has every
     lesson's decision once ``totals`` are known (``RecallResult.with_totals``).
+    Without ``lines`` no line is written (a context preview shows the
+    recalled lessons, never the trace): the decisions are the same.
     """
     filtered: list[tuple[LessonRow, str]] = []
     candidates: list[Scored] = []
@@ -284,15 +311,7 @@ def recall(
     candidates.sort(key=lambda s: (-s.score, str(s.row.id)))
     recalled, used = apply_brakes(candidates, params)
 
-    # The recalled lessons are always listed; the other scored ones in rank order as room allows.
-    room = max(params.max_lines - len(recalled), 0)
-    others = {id(item) for item in [c for c in candidates if c.decision != Decision.RECALLED][:room]}
-    scored_lines = [
-        scored_line(item) for item in candidates if item.decision == Decision.RECALLED or id(item) in others
-    ]
-    room = max(params.max_lines - len(scored_lines), 0)
-    filtered.sort(key=lambda pair: str(pair[0].id))
-    filtered_lines = [filtered_line(row, decision) for row, decision in filtered[:room]]
+    filtered_lines, scored_lines = _lines(filtered, candidates, recalled, params) if lines else ([], [])
 
     reached = dict.fromkeys(Decision.values, 0)
     for item in candidates:

@@ -2,37 +2,47 @@
 
 from __future__ import annotations
 
+import functools
+import json
+import threading
 from dataclasses import dataclass
 from datetime import date
 
 from django.db.models import (
     BooleanField,
-    Case,
     CharField,
     Count,
     DateField,
     DateTimeField,
+    Exists,
     F,
     FloatField,
     Func,
     IntegerField,
-    JSONField,
+    OuterRef,
     Q,
     QuerySet,
     Subquery,
-    Sum,
     TextField,
     UUIDField,
     Value,
-    When,
 )
 from django.db.models.functions import Cast, Coalesce, StrIndex
 from django.utils import timezone
 
 from lessons import access
-from lessons.models import Lesson, LessonKey, LessonStatus, RecalledLesson, RecallTrace, SkillCandidate
+from lessons.models import (
+    Lesson,
+    LessonHit,
+    LessonKey,
+    LessonStatus,
+    RecalledLesson,
+    RecallTrace,
+    SkillCandidate,
+)
 from lessons.recall import LessonRow, RecallContext, RecallParams, RecallResult, Totals, recall
 from lessons.text import jaccard, marked, normalize, text_tokens
+from tutor.prepared import PreparedQuery
 
 # Float sums in SQL and in Python may differ in the last bits: the SQL
 # pre-filter lets borderline lessons through, and Python decides exactly.
@@ -53,12 +63,17 @@ _ROW_FIELDS = (
     "last_hit",
     "injected_at",
 )
+# Tags and symptoms come as their JSON text: its normalized set is cached
+# (``_keyset``), so a lesson read again is neither decoded nor normalized again.
+_ROW_COLUMNS = tuple(
+    Cast(name, output_field=TextField()) if name in ("tags", "symptoms") else name for name in _ROW_FIELDS
+)
 _ROW_TYPES = (
     UUIDField,
     CharField,
     TextField,
-    JSONField,
-    JSONField,
+    TextField,
+    TextField,
     CharField,
     DateField,
     IntegerField,
@@ -110,14 +125,48 @@ def _scope(course_ids) -> Q:
     return Q(course__isnull=True) | Q(course_id__in=list(course_ids))
 
 
-def normalize_list(values) -> tuple[str, ...]:
-    """Normalized, de-duplicated, in first-seen order: ``|ctx.tags|`` counts distinct tags."""
+# --- normalized text, cached -------------------------------------------------------------
+# What a request normalizes depends on the strings alone -- a task's tags, a
+# lesson's stored tags and symptoms, a feedback item's text -- so it is cached
+# (bounded) in-process and can never go stale.
+NORMALIZED_CACHE_SIZE = 4096
+# A feedback item's reason or evidence recurs from one request to the next; a
+# long text is mostly a one-off message, and is not worth keeping.
+TEXT_CACHE_MAX_CHARS = 500
+
+
+@functools.lru_cache(maxsize=NORMALIZED_CACHE_SIZE)
+def _normalized(values: tuple[str, ...]) -> tuple[str, ...]:
     seen: dict[str, None] = {}
-    for value in values or ():
+    for value in values:
         norm = normalize(value)
         if norm:
             seen.setdefault(norm, None)
     return tuple(seen)
+
+
+@functools.lru_cache(maxsize=NORMALIZED_CACHE_SIZE)
+def _keyset(stored: str | None) -> frozenset[str]:
+    """A lesson's normalized tags or symptoms, from the JSON text stored."""
+    return frozenset(_normalized(tuple(json.loads(stored) or ()))) if stored else frozenset()
+
+
+def normalize_list(values) -> tuple[str, ...]:
+    """Normalized, de-duplicated, in first-seen order: ``|ctx.tags|`` counts distinct tags."""
+    return _normalized(tuple(values or ()))
+
+
+def _piece(text: str) -> tuple[frozenset[str], str]:
+    """A text's tokens (where a symptom's anchor must occur) and its
+    word-edge-marked form (where the phrase itself must occur)."""
+    norm = normalize(text)
+    return frozenset(text_tokens(norm)), marked(norm)
+
+
+_cached_piece = functools.lru_cache(maxsize=NORMALIZED_CACHE_SIZE)(_piece)
+
+
+# --- the one statement -------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -131,22 +180,92 @@ class _Query:
     haystack: str = ""  # the texts, marked (lessons.text.marked), one per line
 
 
-def _keys_in_text(query: _Query) -> QuerySet:
+# What the statement looks for, as far as its SQL goes.
+_NOTHING, _SYMPTOMS, _TEXT = "nothing", "symptoms", "text"
+
+
+@dataclass(frozen=True)
+class _Shape:
+    """What changes the statement's SQL itself (its lists' lengths aside):
+    each shape is its own prepared query, whose parameters are exactly the
+    values that reach its SQL."""
+
+    scoped: bool  # some courses' lessons and the global ones; else every course's
+    looks_for: str  # _NOTHING; _SYMPTOMS (explicit, maybe none); _TEXT (phrases found in SQL)
+    every_lesson: bool  # the floor is within reach of every lesson: all are loaded
+    with_counts: bool
+    in_session: bool = False  # each lesson row tells whether this session already used it
+
+
+# Parameter kinds (tutor.prepared) of the statement's values.
+_KINDS = {
+    "course_ids": "uuid[]",
+    "tags": "str[]",
+    "symptoms": "str[]",
+    "anchors": "str[]",
+    "haystack": "str",
+    "tag_weight": "float",
+    "symptom_weight": "float",
+    "w_symptom": "float",
+    "threshold": "float",
+    "today": "date",
+    "session_id": "uuid",
+}
+
+
+def _bind(
+    query: _Query, params: RecallParams, today: date, with_counts: bool, session_id=None
+) -> tuple[_Shape, dict] | None:
+    """The shape of the statement for ``query`` and the values it runs with;
+    None when there is nothing to read."""
+    every_lesson = params.reach <= 0
+    from_text = query.symptoms is None and bool(query.anchors)
+    if from_text:
+        looks_for = _TEXT
+    elif not every_lesson and (query.tags or query.symptoms):
+        # A text without a word finds no phrase: it is the case of no symptoms.
+        looks_for = _SYMPTOMS
+    else:
+        looks_for = _NOTHING
+    if not (every_lesson or looks_for != _NOTHING or with_counts):
+        return None
+    scoped = query.course_ids is not None
+    values: dict = {"course_ids": list(query.course_ids) if scoped else []}
+    if not every_lesson and looks_for != _NOTHING:
+        values["tags"] = list(query.tags)
+        values["tag_weight"] = params.w_tag / len(query.tags) if query.tags else 0.0
+        values["threshold"] = params.reach - _SQL_SLACK
+        if looks_for == _SYMPTOMS:
+            symptoms = query.symptoms or ()
+            values["symptoms"] = list(symptoms)
+            values["symptom_weight"] = params.w_symptom / max(len(symptoms), 1)
+        else:
+            values["w_symptom"] = params.w_symptom
+    if looks_for == _TEXT:
+        values["anchors"] = list(query.anchors)
+        values["haystack"] = query.haystack
+    if with_counts:
+        values["today"] = today
+    # Only a statement that reads lessons can say which ones the session used.
+    in_session = session_id is not None and (every_lesson or looks_for != _NOTHING)
+    if in_session:
+        values["session_id"] = session_id
+    return _Shape(scoped, looks_for, every_lesson, with_counts, in_session), values
+
+
+def _keys_in_text(scope: Q, anchors, haystack: str) -> QuerySet:
     """Symptom keys of the scope whose phrase occurs in the texts: the anchor
     (an indexed lookup) narrows them, the marked substring test decides --
     in SQL, exactly as ``lessons.text.phrase_in``."""
     return (
-        LessonKey.objects.filter(
-            _scope(query.course_ids), kind=LessonKey.Kind.SYMPTOM, anchor__in=query.anchors
-        )
-        .alias(at=StrIndex(Value(query.haystack), F("marked")))
+        LessonKey.objects.filter(scope, kind=LessonKey.Kind.SYMPTOM, anchor__in=list(anchors))
+        .alias(at=StrIndex(Value(haystack), F("marked")))
         .filter(at__gt=0)
     )
 
 
-def _candidate_ids(query: _Query, params: RecallParams, known: QuerySet | None) -> QuerySet | None:
-    """Ids of the scope's lessons that can reach the floor (a subquery), or
-    None when nothing can match.
+def _candidate_ids(shape: _Shape, scope: Q, values: dict, known: QuerySet | None) -> QuerySet:
+    """Ids of the scope's lessons that can reach the floor (a subquery).
 
     One row per matching key, grouped by lesson, HAVING its tag and symptom
     parts ≥ floor − W_DECAY: a matching tag is worth W_TAG/|ctx.tags|, a
@@ -156,118 +275,210 @@ def _candidate_ids(query: _Query, params: RecallParams, known: QuerySet | None) 
     injected may be over-counted by a phrase only it knows: it is then
     loaded, and filtered; never the reverse.)
     """
-    tag_weight = params.w_tag / len(query.tags) if query.tags else 0.0
-    tag_part = Sum(
-        Case(
-            When(kind=LessonKey.Kind.TAG, then=Value(tag_weight)),
-            default=Value(0.0),
-            output_field=FloatField(),
-        )
-    )
-    symptom_hits = Sum(
-        Case(
-            When(kind=LessonKey.Kind.SYMPTOM, then=Value(1.0)), default=Value(0.0), output_field=FloatField()
-        )
-    )
-    match = Q(kind=LessonKey.Kind.TAG, value__in=list(query.tags)) if query.tags else Q(pk__in=[])
-    if query.symptoms is not None:
-        if query.symptoms:
-            match |= Q(kind=LessonKey.Kind.SYMPTOM, value__in=list(query.symptoms))
-        symptom_part = Value(params.w_symptom / max(len(query.symptoms), 1)) * symptom_hits
-        keys = LessonKey.objects.filter(_scope(query.course_ids))
+
+    def hits(kind: str) -> Cast:
+        # A double (PostgreSQL would compute in numeric with the literal
+        # weights), cast after the aggregate: a cast weight would be grouped by.
+        return Cast(Count("lesson_id", filter=Q(kind=kind)), output_field=FloatField())
+
+    def weight(name: str) -> Value:
+        return Value(values[name])
+
+    tag_part = weight("tag_weight") * hits(LessonKey.Kind.TAG)
+    tags = values["tags"]
+    match = [Q(kind=LessonKey.Kind.TAG, value__in=tags)] if tags else []
+    keys = LessonKey.objects.filter(scope)
+    if shape.looks_for == _SYMPTOMS:
+        if values["symptoms"]:
+            match.append(Q(kind=LessonKey.Kind.SYMPTOM, value__in=values["symptoms"]))
+        symptom_part = weight("symptom_weight") * hits(LessonKey.Kind.SYMPTOM)
     else:
-        if known is None:  # no text to find a phrase in
-            symptom_part = Value(0.0)
-        else:
-            match |= Q(kind=LessonKey.Kind.SYMPTOM, anchor__in=query.anchors, at__gt=0)
-            found = known.values("kind").annotate(n=Count("value", distinct=True)).values("n")[:1]
-            symptom_part = Coalesce(
-                Value(params.w_symptom) * symptom_hits / Subquery(found, output_field=FloatField()),
-                Value(0.0),
-            )
-        keys = LessonKey.objects.filter(_scope(query.course_ids)).alias(
-            at=StrIndex(Value(query.haystack), F("marked"))
+        match.append(Q(kind=LessonKey.Kind.SYMPTOM, anchor__in=values["anchors"], at__gt=0))
+        found = known.values("kind").annotate(n=Count("value", distinct=True)).values("n")[:1]
+        symptom_part = Coalesce(
+            weight("w_symptom") * hits(LessonKey.Kind.SYMPTOM) / Subquery(found, output_field=FloatField()),
+            Value(0.0),
         )
-    if not query.tags and not (query.symptoms or query.anchors):
-        return None
+        keys = keys.alias(at=StrIndex(Value(values["haystack"]), F("marked")))
     return (
-        keys.filter(match)
+        keys.filter(functools.reduce(Q.__or__, match))
         .values("lesson_id")
         .annotate(part=tag_part + symptom_part)
-        .filter(part__gte=params.reach - _SQL_SLACK)
+        .filter(part__gte=values["threshold"])
         .values("lesson_id")
+    )
+
+
+class _Plus(Func):
+    """``(a + b + …)`` over uncorrelated counts: a constant of the outer
+    query, so never part of its GROUP BY (Django groups by every expression
+    without an aggregate, and a grouped constant of no row gives no row)."""
+
+    arg_joiner = " + "
+    template = "(%(expressions)s)"
+    output_field = IntegerField()
+
+    def get_group_by_cols(self):
+        return []
+
+
+def _lessons_in(part: Q, **filters) -> QuerySet:
+    # Grouped by a constant, which Django leaves out of GROUP BY: one count, even of nothing.
+    return Lesson.objects.filter(part, **filters).order_by().annotate(one=Value(1)).values("one")
+
+
+def _count(part: Q, **filters) -> Subquery:
+    return Subquery(
+        _lessons_in(part, **filters).annotate(n=Count("*")).values("n"), output_field=IntegerField()
     )
 
 
 def _stage_counts(course_ids, today: date) -> QuerySet:
     """One row: how many of the scope's lessons are active, expired, or not
-    injected -- an index-only count over ``lesson_scope_status_idx``."""
-    return (
-        Lesson.objects.filter(_scope(course_ids))
-        .order_by()
-        # Grouped by a constant, which Django leaves out of GROUP BY: one row
-        # of counts over the scope, even when it is empty.
-        .annotate(one=Value(1))
-        .values("one")
-        .annotate(
-            n_active=Count("pk", filter=Q(status=LessonStatus.INJECTED, review_by__gte=today)),
-            n_expired=Count("pk", filter=Q(status=LessonStatus.INJECTED, review_by__lt=today)),
-            n_other=Count("pk", filter=~Q(status=LessonStatus.INJECTED)),
-        )
+    injected (SPEC §6 trace counts).
+
+    Each count is an index range of ``lesson_scope_status_idx`` (course,
+    status, review_by) counted with ``COUNT(*)``, so no lesson row is read and
+    every index entry of the scope is visited once: "not injected" is the
+    two ranges on either side of ``injected`` (exact in any collation), and
+    the global lessons and the course's are counted apart (an OR of the two
+    would visit every entry twice and deduplicate them)."""
+    if course_ids is None:
+        parts = [Q()]
+    else:
+        parts = [Q(course__isnull=True)] + ([Q(course_id__in=list(course_ids))] if course_ids else [])
+    injected = LessonStatus.INJECTED
+    active = [_count(part, status=injected, review_by__gte=today) for part in parts]
+    expired = [_count(part, status=injected, review_by__lt=today) for part in parts]
+    other = [_count(part, status__gt=injected) for part in parts]
+    other += [_count(part, status__lt=injected) for part in parts[1:]]
+    # The first range is the row's own FROM: an aggregate without GROUP BY is one row.
+    return _lessons_in(parts[0], status__lt=injected).annotate(
+        n_active=_Plus(*active), n_expired=_Plus(*expired), n_other=_Plus(Count("*"), *other)
     )
 
 
-def lessons_stage_totals(*, course_ids, today: date) -> Totals:
-    """The stage counts of a scope, on their own (one query)."""
-    row = _stage_counts(course_ids, today).values_list("n_active", "n_expired", "n_other").get()
-    return Totals(active=row[0], expired=row[1], other_status=row[2])
-
-
-def _statement(query: _Query, params: RecallParams, today: date, with_counts: bool):
+def _recall_queryset(shape: _Shape, **values) -> QuerySet:
     """ONE statement, UNION ALL of: the candidate lessons; the phrases found
     in the texts (from a text only; in the ``title`` column); with
     ``with_counts``, one row of stage counts over the whole scope -- one
-    snapshot for all. None when there is nothing to look for."""
-    tail = _NULL_COUNTS if with_counts else ()
+    snapshot for all."""
+    scope = _scope(values["course_ids"] if shape.scoped else None)
+    tail = _NULL_COUNTS if shape.with_counts else ()
     known = None
-    if query.symptoms is None and query.anchors:
-        known = _keys_in_text(query).filter(lesson__status=LessonStatus.INJECTED).order_by()
+    if shape.looks_for == _TEXT:
+        known = (
+            _keys_in_text(scope, values["anchors"], values["haystack"])
+            .filter(lesson__status=LessonStatus.INJECTED)
+            .order_by()
+        )
     parts = []
-    if params.reach <= 0:  # every lesson can reach the floor
-        parts.append(Lesson.objects.filter(_scope(query.course_ids)))
-    else:
-        ids = _candidate_ids(query, params, known)
-        if ids is not None:
-            # By id only: the keys are already scoped, and the lookup goes by primary key.
-            parts.append(Lesson.objects.filter(InSubquery(F("id"), ids)))
-    parts = [p.order_by().values_list(Value(_LESSON), *_ROW_FIELDS, *tail) for p in parts]
+    if shape.every_lesson:  # every lesson can reach the floor
+        parts.append(Lesson.objects.filter(scope))
+    elif shape.looks_for != _NOTHING:
+        # By id only: the keys are already scoped, and the lookup goes by primary key.
+        parts.append(Lesson.objects.filter(InSubquery(F("id"), _candidate_ids(shape, scope, values, known))))
+    used, typed_unused, unused = (), (), ()
+    if shape.in_session:
+        used = (Exists(LessonHit.objects.filter(lesson_id=OuterRef("id"), session_id=values["session_id"])),)
+        typed_unused = (Cast(Value(None), output_field=BooleanField()),)
+        unused = (Value(None, output_field=BooleanField()),)
+    parts = [p.order_by().values_list(Value(_LESSON), *_ROW_COLUMNS, *used, *tail) for p in parts]
     if known is not None:
-        phrase_row = (_TYPED_NULL_ROW[0], "value", *_TYPED_NULL_ROW[2:])
+        phrase_row = (_TYPED_NULL_ROW[0], "value", *_TYPED_NULL_ROW[2:], *typed_unused)
         parts.append(known.values_list(Value(_PHRASE), *phrase_row, *tail).distinct())
-    if with_counts:
+    if shape.with_counts:
         parts.append(
-            _stage_counts(query.course_ids, today).values_list(
-                Value(_COUNTS), *_NULL_ROW, "n_active", "n_expired", "n_other"
+            _stage_counts(values["course_ids"] if shape.scoped else None, values["today"]).values_list(
+                Value(_COUNTS), *_NULL_ROW, *unused, "n_active", "n_expired", "n_other"
             )
         )
-    if not parts:
-        return None
     return parts[0].union(*parts[1:], all=True) if len(parts) > 1 else parts[0]
 
 
-def _row(values: tuple) -> LessonRow:
+def _statement(
+    query: _Query, params: RecallParams, today: date, with_counts: bool, session_id=None
+) -> QuerySet | None:
+    """The statement for ``query`` as an ORM queryset; None when there is nothing to read."""
+    bound = _bind(query, params, today, with_counts, session_id)
+    return _recall_queryset(bound[0], **bound[1]) if bound else None
+
+
+# Lists are padded to the next power of two by repeating their last value --
+# the same IN list for the database -- so that the SQL, compiled once per
+# list length, takes a few forms, not one per number of words in a message.
+def _padded(values: list) -> list:
+    if not values:
+        return values
+    return values + values[-1:] * ((1 << (len(values) - 1).bit_length()) - len(values))
+
+
+_prepared: dict[_Shape, PreparedQuery] = {}
+_prepared_lock = threading.Lock()
+
+
+def _prepared_for(shape: _Shape, names) -> PreparedQuery:
+    """The statement of ``shape``, compiled once per process (tutor.prepared)."""
+    prepared = _prepared.get(shape)
+    if prepared is None:
+        with _prepared_lock:
+            prepared = _prepared.get(shape) or PreparedQuery(
+                functools.partial(_recall_queryset, shape), **{name: _KINDS[name] for name in names}
+            )
+            _prepared[shape] = prepared
+    return prepared
+
+
+def _run(bound: tuple[_Shape, dict] | None) -> list[tuple]:
+    """The rows of a bound statement, run as its prepared SQL."""
+    if bound is None:
+        return []
+    shape, values = bound
+    values = {name: _padded(v) if isinstance(v, list) else v for name, v in values.items()}
+    return [tuple(row.values()) for row in _prepared_for(shape, values).rows(**values)]
+
+
+def _statement_rows(
+    query: _Query, params: RecallParams, today: date, with_counts: bool, session_id=None
+) -> list[tuple]:
+    """The rows of ``_statement``, run as its prepared SQL."""
+    return _run(_bind(query, params, today, with_counts, session_id))
+
+
+def _row(values: tuple, tz) -> LessonRow:
     lesson_id, title, body, tags, symptoms, status, review_by, tokens, last_hit, injected_at = values
     return LessonRow(
         id=lesson_id,
         title=title,
         body=body,
-        tags=frozenset(normalize_list(tags)),
-        symptoms=frozenset(normalize_list(symptoms)),
+        tags=_keyset(tags),
+        symptoms=_keyset(symptoms),
         status=status,
         review_by=review_by,
         tokens=tokens,
         last_hit=last_hit,
-        injected_on=timezone.localdate(injected_at) if injected_at else None,
+        injected_on=timezone.localtime(injected_at, tz).date() if injected_at else None,
+    )
+
+
+def _recall_query(course_ids, tags, symptoms, texts: list[str] | None) -> _Query:
+    ctx_tags = normalize_list(tags)
+    if texts is None:
+        return _Query(course_ids=course_ids, tags=ctx_tags, symptoms=normalize_list(symptoms))
+    anchors: set[str] = set()
+    haystack = []
+    for text in texts:
+        if not text:
+            continue
+        tokens, mark = (_cached_piece if len(text) <= TEXT_CACHE_MAX_CHARS else _piece)(text)
+        anchors |= tokens
+        haystack.append(mark)
+    return _Query(
+        course_ids=course_ids,
+        tags=ctx_tags,
+        symptoms=None,
+        anchors=tuple(sorted(anchors)),
+        haystack="\n".join(haystack),
     )
 
 
@@ -280,15 +491,21 @@ def lessons_recall(
     today: date | None = None,
     params: RecallParams | None = None,
     with_counts: bool = True,
+    lines: bool = True,
+    session_id=None,
 ) -> RecallResult:
     """Recall for a context (SPEC §6), in at most ONE query whatever the library size (SPEC §10).
 
     Give ``symptoms`` (the preview) or ``texts`` (the tutor: ctx.symptoms are
     then the symptom phrases of injected lessons found, case-insensitively,
     in the texts). Without ``with_counts`` the scope's stage counts are left
-    out (the tutor's context needs none; a real send adds them with
-    ``lessons_stage_totals`` before its trace is stored), so the statement
-    touches only index entries of matching keys.
+    out (a context preview needs none; a real send reads them in the same
+    statement, for its stored trace), so the statement touches only index
+    entries of matching keys. Without ``lines`` the trace's lines are not
+    written (the decisions are the same): a context preview shows none.
+    With ``session_id`` (a real send) the result also knows which of the
+    lessons it read that session has already used (``used_in_session``), so
+    the send counts only the new uses without reading them back.
 
     Why it is cheap: a lesson whose tag and symptom parts stay below
     ``floor − W_DECAY`` (0.2 with the seed's numbers) cannot reach the floor,
@@ -300,9 +517,9 @@ def lessons_recall(
     covering, and the lessons are then read by primary key). Every other
     lesson of the scope is only counted, per stage (active / expired / other
     status): one aggregate row UNION ALL'ed to the candidate rows when
-    ``with_counts`` -- an index-only count over ``lesson_scope_status_idx``,
-    the one part that grows with the library, hence left to the stored
-    trace of a real send. The trace therefore
+    ``with_counts`` -- index-only counts over ``lesson_scope_status_idx``,
+    the one part that grows with the library, hence left out of previews.
+    The trace therefore
     lists the lessons that could reach the floor and counts the others under
     their decision (SPEC §6: "the first 200 lines in rank order and counts
     per decision for the rest"). Scoring, ranking and the brakes then run in
@@ -315,36 +532,35 @@ def lessons_recall(
     word-edge-marked text (``lessons.text.marked``) decides, so the found
     phrases -- ctx.symptoms, whose number weighs every symptom match -- come
     back in the same statement.
+
+    The statement runs as SQL compiled once per process from its queryset
+    (``tutor.prepared``; one per shape, see ``_Shape``), and what it
+    normalizes is cached: neither the ORM nor the text rules redo per
+    request what depends only on the task or the library.
     """
     params = params or RecallParams.from_settings()
     today = today or timezone.localdate()
-    ctx_tags = normalize_list(tags)
-    if texts is None:
-        query = _Query(course_ids=course_ids, tags=ctx_tags, symptoms=normalize_list(symptoms))
-    else:
-        pieces = [normalize(t) for t in texts if t]
-        anchors: set[str] = set()
-        for piece in pieces:
-            anchors |= text_tokens(piece)
-        query = _Query(
-            course_ids=course_ids,
-            tags=ctx_tags,
-            symptoms=None,
-            anchors=tuple(sorted(anchors)),
-            haystack="\n".join(marked(piece) for piece in pieces),
-        )
-    rows, found, totals = [], [], None
+    query = _recall_query(course_ids, tags, symptoms, texts)
+    rows, found, totals, used = [], [], None, set()
     width = 1 + len(_ROW_FIELDS)
-    for values in _statement(query, params, today, with_counts) or ():
+    bound = _bind(query, params, today, with_counts, session_id)
+    in_session = bound is not None and bound[0].in_session
+    counts_at = width + in_session
+    tz = timezone.get_current_timezone()
+    for values in _run(bound):
         if values[0] == _LESSON:
-            rows.append(_row(values[1:width]))
+            rows.append(_row(values[1:width], tz))
+            if in_session and values[width]:
+                used.add(values[1])
         elif values[0] == _PHRASE:
             found.append(values[2])
         else:
-            totals = Totals(active=values[width], expired=values[width + 1], other_status=values[width + 2])
+            totals = Totals(*values[counts_at : counts_at + 3])
     symptoms_found = query.symptoms if query.symptoms is not None else tuple(sorted(found))
-    ctx = RecallContext(tags=ctx_tags, symptoms=symptoms_found, today=today)
-    return recall(rows, totals, ctx, params)
+    ctx = RecallContext(tags=query.tags, symptoms=symptoms_found, today=today)
+    result = recall(rows, totals, ctx, params, lines=lines)
+    result.used_in_session = frozenset(used)
+    return result
 
 
 # --- lists for staff ---------------------------------------------------------------------

@@ -23,6 +23,7 @@ rather than run wrong.
 
 from __future__ import annotations
 
+import datetime
 import threading
 import uuid
 from collections.abc import Callable
@@ -32,12 +33,15 @@ from typing import Any
 from django.core.exceptions import EmptyResultSet
 from django.db import connections, models
 
+# What a sentinel's database form can be (a date is a string on SQLite, a date on PostgreSQL).
+_PLAIN_VALUES = (int, float, str, uuid.UUID, datetime.date)
 # How a parameter's Python value becomes its database form, per kind.
 _KIND_FIELDS: dict[str, models.Field] = {
     "int": models.BigIntegerField(),
     "uuid": models.UUIDField(),
     "str": models.TextField(),
     "float": models.FloatField(),
+    "date": models.DateField(),
 }
 LIST = "[]"  # "str[]": a list of str
 
@@ -55,6 +59,8 @@ def _sentinel(kind: str, index: int):
         return uuid.UUID(int=0x7E57_0000_0000_0000_0000_0000_0000_0000 + index)
     if kind == "float":
         return 7_340_000.000_123 + index
+    if kind == "date":
+        return datetime.date(2900, 1, 1) + datetime.timedelta(days=index)
     return f"\u2063prepared-parameter-{index}\u2063"  # INVISIBLE SEPARATOR: never in real data
 
 
@@ -70,7 +76,8 @@ class _Compiled:
 
 class PreparedQuery:
     """``build(**params)`` returns a ``values()`` queryset; ``kinds`` names
-    each parameter's kind ("int", "uuid" or "str"). ``shape`` names the
+    each parameter's kind ("int", "uuid", "str", "float" or "date", or a
+    list of one: "str[]"). ``shape`` names the
     arguments that change the SQL itself (a LIMIT read from settings): they
     are passed to ``build`` as they are, and each distinct value compiles once."""
 
@@ -112,7 +119,7 @@ class PreparedQuery:
             return _Compiled(sql="", params=(), compiler=compiler, names=(), empty=True)
         template, seen = [], set()
         for param in params:
-            slot = slots.get(param) if isinstance(param, (int, float, str, uuid.UUID)) else None
+            slot = slots.get(param) if isinstance(param, _PLAIN_VALUES) else None
             if slot is None:
                 template.append(param)
             else:
@@ -122,7 +129,12 @@ class PreparedQuery:
         missing = expected - seen
         if missing:
             raise PreparationError(f"parameters {sorted(missing)} do not reach the SQL as plain values")
-        names = (*query.extra_select, *query.values_select, *query.annotation_select)
+        # The row's own column order, as ``values()`` reads it: an annotation
+        # may come before a field (``values(Value("r"), "id")``).
+        if query.selected:
+            names = tuple(query.selected)
+        else:
+            names = (*query.extra_select, *query.values_select, *query.annotation_select)
         return _Compiled(sql=sql, params=tuple(template), compiler=compiler, names=names)
 
     def compiled(self, using: str = "default", lengths: dict[str, int] | None = None, **shape) -> _Compiled:

@@ -60,24 +60,27 @@ def recall_record(*, result: RecallResult, student, task, session_id, correlatio
             RecalledLesson(trace=trace, lesson_id=lesson_id, rank=rank)
             for rank, lesson_id in enumerate(recalled, 1)
         )
-        if session_id is None:
+        # Lessons the session had used when recall read them stay used: only
+        # the others can be new uses (a session's sends never overlap).
+        new = [lesson_id for lesson_id in recalled if lesson_id not in result.used_in_session]
+        if session_id is None or not new:
             return trace
-        # A hit row per (lesson, session): the ones this trace got are the new uses.
+        # A hit row per (lesson, session): the ones this trace got are the new
+        # uses, counted and checked for promotion without reading them back.
         LessonHit.objects.bulk_create(
-            (LessonHit(lesson_id=lesson_id, session_id=session_id, trace=trace) for lesson_id in recalled),
+            (LessonHit(lesson_id=lesson_id, session_id=session_id, trace=trace) for lesson_id in new),
             ignore_conflicts=True,
         )
-        counted = list(LessonHit.objects.filter(trace=trace).values_list("lesson_id", flat=True))
-        if counted:
-            Lesson.objects.filter(pk__in=counted).update(
-                hit_count=F("hit_count") + 1, last_hit=result.context.today
-            )
-            promoted = Lesson.objects.filter(
-                pk__in=counted, hit_count__gte=promote_hits(), skill_candidate__isnull=True
-            ).values_list("pk", "hit_count")
-            SkillCandidate.objects.bulk_create(
-                (SkillCandidate(lesson_id=pk, hit_count=hits) for pk, hits in promoted), ignore_conflicts=True
-            )
+        counted = LessonHit.objects.filter(trace=trace).values("lesson_id")
+        Lesson.objects.filter(pk__in=counted).update(
+            hit_count=F("hit_count") + 1, last_hit=result.context.today
+        )
+        promoted = Lesson.objects.filter(
+            pk__in=counted, hit_count__gte=promote_hits(), skill_candidate__isnull=True
+        ).values_list("pk", "hit_count")
+        SkillCandidate.objects.bulk_create(
+            (SkillCandidate(lesson_id=pk, hit_count=hits) for pk, hits in promoted), ignore_conflicts=True
+        )
     return trace
 
 
