@@ -23,6 +23,7 @@ rather than run wrong.
 
 from __future__ import annotations
 
+import datetime
 import threading
 import uuid
 from collections.abc import Callable
@@ -38,6 +39,7 @@ _KIND_FIELDS: dict[str, models.Field] = {
     "uuid": models.UUIDField(),
     "str": models.TextField(),
     "float": models.FloatField(),
+    "datetime": models.DateTimeField(),
 }
 LIST = "[]"  # "str[]": a list of str
 
@@ -55,6 +57,9 @@ def _sentinel(kind: str, index: int):
         return uuid.UUID(int=0x7E57_0000_0000_0000_0000_0000_0000_0000 + index)
     if kind == "float":
         return 7_340_000.000_123 + index
+    if kind == "datetime":  # aware, far in the future, with a microsecond part
+        base = datetime.datetime(2999, 1, 1, 0, 0, 0, 123_457, tzinfo=datetime.UTC)
+        return base + datetime.timedelta(seconds=index)
     return f"\u2063prepared-parameter-{index}\u2063"  # INVISIBLE SEPARATOR: never in real data
 
 
@@ -70,9 +75,10 @@ class _Compiled:
 
 class PreparedQuery:
     """``build(**params)`` returns a ``values()`` queryset; ``kinds`` names
-    each parameter's kind ("int", "uuid" or "str"). ``shape`` names the
-    arguments that change the SQL itself (a LIMIT read from settings): they
-    are passed to ``build`` as they are, and each distinct value compiles once."""
+    each parameter's kind ("int", "uuid", "str", "float", "datetime", or a
+    list of one: "str[]"). ``shape`` names the arguments that change the SQL
+    itself (a LIMIT read from settings): they are passed to ``build`` as they
+    are, and each distinct value compiles once."""
 
     def __init__(self, build: Callable[..., models.QuerySet], *, shape: tuple[str, ...] = (), **kinds: str):
         unknown = {kind.removesuffix(LIST) for kind in kinds.values()} - set(_KIND_FIELDS)
@@ -112,7 +118,11 @@ class PreparedQuery:
             return _Compiled(sql="", params=(), compiler=compiler, names=(), empty=True)
         template, seen = [], set()
         for param in params:
-            slot = slots.get(param) if isinstance(param, (int, float, str, uuid.UUID)) else None
+            slot = (
+                slots.get(param)
+                if isinstance(param, (int, float, str, uuid.UUID, datetime.datetime))
+                else None
+            )
             if slot is None:
                 template.append(param)
             else:

@@ -5,15 +5,17 @@ database the suite runs on (CI runs it on SQLite and on PostgreSQL)."""
 from __future__ import annotations
 
 import uuid
+from datetime import timedelta
 
 import pytest
 from django.db.models import FloatField, Value
+from django.utils import timezone
 
 from feedback.models import AttemptStatus
 from feedback.selectors import LATEST_ROW, LATEST_ROW_WITHOUT_RUBRIC
 from feedback.versions import current_versions
 from tests.factories import enroll, make_attempt, make_course, make_submission, make_task
-from tutor.models import Task, TutorMessage
+from tutor.models import Rubric, Task, TutorMessage
 from tutor.prepared import PreparationError, PreparedQuery
 from tutor.selectors import EARLIER_MESSAGES, OPEN_SESSION, OWNED_SESSION, STUDENT_TASK, student_task
 from tutor.sessions import session_open
@@ -127,3 +129,17 @@ def test_list_and_float_parameters_compile_once_per_list_length(course):
     assert assert_matches_orm(prepared, slugs=["t1"], weight=1.0) == [{"slug": "t1", "weight": 1.0}]
     assert prepared.rows(slugs=[], weight=0.1) == []  # an empty IN list matches nothing
     assert len(prepared._compiled) == 3  # lengths 2, 1 and 0
+
+
+def test_datetime_parameters_match_the_orm(course):
+    task = make_task(course, "t1")
+    prepared = PreparedQuery(
+        lambda since: Rubric.objects.filter(task__course=course, created_at__gte=since).values("version"),
+        since="datetime",
+    )
+    created = Rubric.objects.get(task=task).created_at
+
+    assert assert_matches_orm(prepared, since=created - timedelta(seconds=1)) == [{"version": "2026.1"}]
+    assert assert_matches_orm(prepared, since=created) == [{"version": "2026.1"}]  # to the microsecond
+    assert assert_matches_orm(prepared, since=created + timedelta(microseconds=1)) == []
+    assert assert_matches_orm(prepared, since=timezone.now() + timedelta(days=1)) == []
