@@ -172,17 +172,17 @@ def seed_volume(course, student, n: int) -> None:
 
 
 # GET /api/tutor/context/: tutor's 5 (token, task, open session id, history,
-# feedback selection), one per corrections provider (facts, preferences,
-# memories, process rules) and the lessons' recall (1).
-CONTEXT_GET_QUERIES = 10
+# feedback selection), the corrections providers' 3 (facts; preferences and
+# memories in one statement; process rules) and the lessons' recall (1).
+CONTEXT_GET_QUERIES = 9
 # POST …/messages/ with "what now?": tutor's 15 (tests/tutor/test_context.py),
-# the 4 providers, the lessons' recall and its stored trace (3), and the
+# the providers' 3, the lessons' recall and its stored trace (3), and the
 # detection task after commit: one read of the message (no trigger word, no
 # number: no further query, nothing written).
-MESSAGE_POST_QUERIES = 23
+MESSAGE_POST_QUERIES = 22
 # POST …/messages/ with a correction that conflicts with the course fact, the
-# costliest route: the 22 queries of the turn, then the detection task.
-CONFLICT_POST_QUERIES = 22 + sum(
+# costliest route: the 21 queries of the turn, then the detection task.
+CONFLICT_POST_QUERIES = 21 + sum(
     {
         "the message, the assistant's previous message": 2,
         "earlier corrections: of this message, with the same words": 2,
