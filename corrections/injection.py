@@ -74,6 +74,18 @@ class Selection:
 
 
 NOTHING = Selection(rows=[], total=0)
+# No token or key is empty (a token has two characters or more).
+NO_TOKEN = ""
+
+
+def padded(values: list[str]) -> list[str]:
+    """``values`` and as many ``NO_TOKEN`` as make its length a power of two:
+    an IN list's length is part of the prepared SQL, so messages of every
+    length share a handful of compilations instead of one each."""
+    if not values:
+        return []
+    size = 1 << (len(values) - 1).bit_length()
+    return [*values, *[NO_TOKEN] * (size - len(values))]
 
 
 def _count(queryset) -> Subquery:
@@ -183,8 +195,8 @@ def facts_relevant(
         lookup=lookup,
         course_id=course_id,
         task_id=task_id,
-        message_tokens=message_tokens,
-        message_keys=keys,
+        message_tokens=padded(message_tokens),
+        message_keys=padded(keys),
         min_tokens=min_tokens,
         fresh_since=now - timedelta(days=setting("CORRECTIONS_FACT_TTL_DAYS")),
     )
@@ -341,7 +353,7 @@ def memory_for_context(
         by_message=bool(message_tokens),
         user_id=user_id,
         session_id=NO_SESSION if session_id is None else session_id,
-        message_tokens=message_tokens,
+        message_tokens=padded(message_tokens),
         now=now,
     )
     rows.sort(key=lambda row: (row["section"], row["rank"]))
