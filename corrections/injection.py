@@ -149,7 +149,10 @@ def facts_queryset(
         overlap = Greatest(message_hits, task_hits, output_field=IntegerField())
     # One IN over the union: both databases look the few candidates up by key
     # (an OR of two INs makes PostgreSQL filter every fact of the course).
-    # A candidate is relevant when the message or the task has its ``needed``.
+    # A candidate is relevant when the message or the task has its ``needed``:
+    # only keys found at N > 2 need the check, but it is also what keeps
+    # PostgreSQL from reading every fact of a course of a few thousand (to
+    # join them by hash) rather than looking the candidates up.
     return (
         Fact.objects.filter(
             Q(pinned=True) | Q(confirmed_at__gte=fresh_since),

@@ -261,9 +261,11 @@ def _pairs(unique: list[str]) -> list[str]:
 def token_keys(tokens) -> list[str]:
     """A fact's relevance keys (``FactKey``): every pair of its distinct
     tokens, sorted, or its only token -- the smallest sets whose presence in
-    a text makes it relevant at CORRECTIONS_INJECT_MIN_TOKENS = 2 (SPEC §5)."""
-    unique = sorted(set(tokens))
-    return unique if len(unique) == 1 else _pairs(unique)
+    a text makes it relevant at CORRECTIONS_INJECT_MIN_TOKENS = 2 (SPEC §5).
+    (A topic that repeats one token needs two hits and can never have them:
+    no key.)"""
+    tokens = list(tokens)
+    return tokens if len(tokens) == 1 else _pairs(sorted(set(tokens)))
 
 
 def text_keys(tokens) -> list[str]:

@@ -145,6 +145,16 @@ def test_facts_are_those_the_rule_picks_at_any_min_tokens(settings, min_tokens):
 
 
 @pytest.mark.django_db
+def test_a_topic_that_repeats_a_token_is_never_relevant(task):
+    bulk_facts(task.course, [(["alpha", "alpha"], "repeats alpha"), (["alpha", "bravo"], "alpha and bravo")])
+
+    assert selected_facts(task, "alpha bravo", 8) == expected_facts(task.course, task, "alpha bravo", 8)
+    assert [Fact.objects.get(pk=pk).statement for pk in selected_facts(task, "alpha bravo", 8)[0]] == [
+        "alpha and bravo"
+    ]
+
+
+@pytest.mark.django_db
 def test_a_long_message_is_looked_up_through_the_token_index_with_the_same_result(settings):
     rng = random.Random(3)
     course = random_course(rng, "long-message")
@@ -318,9 +328,9 @@ def test_the_facts_statement_matches_the_orm_in_every_lookup(course, task):
         "fresh_since": timezone.now() - timedelta(days=30),
         "limit": 8,
     }
-    assert_matches_orm(
-        FACTS, lookup=MessageLookup.KEYS, message_tokens=tokens, message_keys=text_keys(tokens), **common
-    )
+    keyed = {"message_tokens": tokens, "message_keys": text_keys(tokens)}
+    assert_matches_orm(FACTS, lookup=MessageLookup.KEYS, **keyed, **common)
+    assert_matches_orm(FACTS, lookup=MessageLookup.KEYS, **keyed, **{**common, "min_tokens": 3})
     assert_matches_orm(FACTS, lookup=MessageLookup.TOKENS, message_tokens=tokens, message_keys=[], **common)
     assert_matches_orm(FACTS, lookup=MessageLookup.NONE, message_tokens=[], message_keys=[], **common)
     nothing = {"message_tokens": ["nothing"], "message_keys": ["nothing"]}
