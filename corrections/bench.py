@@ -20,11 +20,12 @@ from corrections.models import (
     Fact,
     FactStatus,
     FactSupporter,
-    FactToken,
     MemoryItem,
     MemoryTier,
     MemoryToken,
 )
+from corrections.services.memory import memory_tokens
+from corrections.services.relevance import facts_index
 from corrections.text import text_key, topic_key
 
 # Words of the bench course's tasks and context message ("My CI still fails on
@@ -37,8 +38,9 @@ VOCABULARY = (
 
 
 def bulk_facts(course, rows: Iterable[tuple[list[str], str]], supporter_id=None, status=FactStatus.VERIFIED):
-    """Insert facts ``(tokens, statement)`` with their token rows (and one
-    supporter each when ``supporter_id`` is given); no audit rows: seeding."""
+    """Insert facts ``(tokens, statement)`` with their place in the relevance
+    index (and one supporter each when ``supporter_id`` is given); no audit
+    rows: seeding."""
     now = timezone.now()
     facts = [
         Fact(
@@ -59,9 +61,7 @@ def bulk_facts(course, rows: Iterable[tuple[list[str], str]], supporter_id=None,
     ]
     with transaction.atomic():
         Fact.objects.bulk_create(facts)
-        FactToken.objects.bulk_create(
-            FactToken(fact=fact, course=course, token=token) for fact in facts for token in fact.topic_tokens
-        )
+        facts_index(facts=facts)  # token rows, keys, overlaps with the course's tasks
         if supporter_id:
             FactSupporter.objects.bulk_create(
                 FactSupporter(fact=fact, user_id=supporter_id) for fact in facts
@@ -89,7 +89,7 @@ def bulk_memories(user_id, rows: Iterable[tuple[str, list[str], str]], course=No
     with transaction.atomic():
         MemoryItem.objects.bulk_create(items)
         MemoryToken.objects.bulk_create(
-            MemoryToken(memory=item, token=t) for item in items for t in item.topic_tokens
+            token for item in items for token in memory_tokens(item, item.topic_tokens)
         )
     return items
 

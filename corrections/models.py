@@ -16,7 +16,7 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
-from tutor.models import Course, TutorMessage, TutorSession
+from tutor.models import Course, Task, TutorMessage, TutorSession
 
 
 class CorrectionType(models.TextChoices):
@@ -134,21 +134,107 @@ class Fact(TopicMixin):
 
 class FactToken(models.Model):
     """One topic token of a fact: the relevance lookup of the tutor context
-    (SPEC §5) finds facts by the tokens of the message in one indexed query."""
+    (SPEC §5) counts a long message's hits per fact over these rows, and the
+    tutor context counts a fact's hits in the message from them."""
 
     fact = models.ForeignKey(Fact, on_delete=models.CASCADE, related_name="tokens")
     course = models.ForeignKey(Course, on_delete=models.CASCADE, related_name="+")
     token = models.CharField(max_length=64)
+    # The fact's own token_count (a fact's topic never changes), so the hits a
+    # fact needs are known from these rows alone.
+    token_count = models.PositiveSmallIntegerField(default=0)
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["fact", "token"], name="facttoken_unique")]
         indexes = [
-            # facts_relevant: WHERE course_id = … AND token IN (…message tokens…)
-            models.Index(fields=["course", "token"], name="facttoken_course_token_idx"),
+            # facts by a long message's tokens: WHERE course_id = … AND token IN (…)
+            # GROUP BY fact_id HAVING COUNT(*) >= least(…, token_count), from the index alone
+            models.Index(fields=["course", "token", "fact", "token_count"], name="facttoken_hits_idx"),
         ]
 
     def __str__(self) -> str:
         return self.token
+
+
+class FactKey(models.Model):
+    """The smallest sets of a fact's topic tokens whose presence in a text
+    makes the fact relevant at CORRECTIONS_INJECT_MIN_TOKENS = 2 (SPEC §5):
+    every pair of its tokens ("a b", sorted), or its only token. A message's
+    own singles and pairs find, by equality, exactly the facts it contains two
+    tokens of (or the one of a one-token fact) -- without reading the facts
+    that share one word with it (``corrections.text.token_keys``)."""
+
+    # No index of their own on the foreign keys: the unique constraint and the
+    # lookup index lead with them.
+    fact = models.ForeignKey(Fact, on_delete=models.CASCADE, related_name="keys", db_index=False)
+    course = models.ForeignKey(Course, on_delete=models.CASCADE, related_name="+", db_index=False)
+    key = models.CharField(max_length=2 * 64 + 1)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["fact", "key"], name="factkey_unique")]
+        indexes = [
+            # facts by a message's keys: WHERE course_id = … AND key IN (…), from the index alone
+            models.Index(fields=["course", "key", "fact"], name="factkey_lookup_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return self.key
+
+
+class TaskToken(models.Model):
+    """One token of a task's text (title, goal, steps, materials) as the
+    relevance lookup reads it (``corrections.text.query_tokens``), kept when
+    the task is saved: a new fact finds the tasks whose text it overlaps."""
+
+    task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="+", db_index=False)
+    course = models.ForeignKey(Course, on_delete=models.CASCADE, related_name="+", db_index=False)
+    token = models.CharField(max_length=64)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["task", "token"], name="tasktoken_unique")]
+        indexes = [
+            # a new fact's tasks: WHERE course_id = … AND token IN (…fact tokens…) GROUP BY task_id
+            models.Index(fields=["course", "token", "task"], name="tasktoken_lookup_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return self.token
+
+
+# ``reach`` of a fact whose every token the task text contains: relevant
+# whatever CORRECTIONS_INJECT_MIN_TOKENS is (the largest value the column holds).
+REACH_ALL = 32767
+
+
+class TaskFactOverlap(models.Model):
+    """How many of a fact's topic tokens a task's text contains, for every
+    (task, fact) of a course that share one or more: the task half of the
+    relevance rule (SPEC §5) worked out when a fact is written or a task's
+    text changes, so a tutor request reads only the task's relevant facts.
+
+    ``reach`` is the largest CORRECTIONS_INJECT_MIN_TOKENS for which the task
+    makes the fact relevant: ``hits`` while the task misses some of its tokens,
+    ``REACH_ALL`` once it contains all of them. "hits ≥ min(N, token_count)"
+    is then ``reach ≥ N``: one range of one index, whatever N is set to."""
+
+    task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="+", db_index=False)
+    fact = models.ForeignKey(Fact, on_delete=models.CASCADE, related_name="task_overlaps")
+    hits = models.PositiveSmallIntegerField()
+    reach = models.PositiveSmallIntegerField()
+
+    class Meta:
+        constraints = [
+            # also the task_hits lookup of the tutor context: WHERE task_id = … AND fact_id = …
+            models.UniqueConstraint(fields=["task", "fact"], name="taskfactoverlap_unique"),
+            models.CheckConstraint(condition=Q(hits__gte=1), name="taskfactoverlap_hits_positive"),
+        ]
+        indexes = [
+            # the task's relevant facts: WHERE task_id = … AND reach >= N, from the index alone
+            models.Index(fields=["task", "reach", "fact"], name="taskfactoverlap_reach_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return f"task {self.task_id} ∩ fact {self.fact_id}: {self.hits}"
 
 
 class FactSupporter(models.Model):
@@ -369,8 +455,15 @@ class MemoryItem(TopicMixin):
             ),
         ]
         indexes = [
-            # memories_for_context / memory_list: a user's items by tier, newest first
+            # memory_list: a user's items by tier, newest first
             models.Index(fields=["user", "tier", "-created_at"], name="memoryitem_user_tier_idx"),
+            # the tutor context: a user's newest preferences (and how many), from the index alone
+            models.Index(
+                fields=["user", "tier", "kind", "-updated_at", "id"], name="memoryitem_kind_recent_idx"
+            ),
+            # the tutor context: a user's newest user memory of any other kind, read in
+            # order until enough are found (and how many), from the index alone
+            models.Index(fields=["user", "tier", "-updated_at", "id", "kind"], name="memoryitem_recent_idx"),
             # memory_purge_expired
             models.Index(
                 fields=["expires_at"], condition=Q(expires_at__isnull=False), name="memoryitem_expiry_idx"
@@ -382,13 +475,33 @@ class MemoryItem(TopicMixin):
 
 
 class MemoryToken(models.Model):
-    """One topic token of a memory item: relevance ranking in one query."""
+    """One topic token of a memory item: relevance ranking in one query.
+
+    It carries copies of its item's owner, tier and kind (which never change)
+    and of its ``updated_at`` (``memory_remember``, the one writer of items,
+    writes an item's tokens again whenever it saves the item): the user
+    memory that shares the most tokens with a message is ranked from these
+    rows alone, without reading the user's other items."""
 
     memory = models.ForeignKey(MemoryItem, on_delete=models.CASCADE, related_name="tokens")
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+", db_index=False
+    )
+    tier = models.CharField(max_length=16, choices=MemoryTier.choices)
+    kind = models.CharField(max_length=16, choices=CorrectionType.choices)
+    updated_at = models.DateTimeField()
     token = models.CharField(max_length=64)
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["memory", "token"], name="memorytoken_unique")]
+        indexes = [
+            # the tutor context: WHERE user_id = … AND token IN (…message tokens…) AND tier = …
+            # AND kind IN (…), counted per item and ordered by updated_at, from the index alone
+            models.Index(
+                fields=["user", "token", "tier", "kind", "updated_at", "memory"],
+                name="memorytoken_user_token_idx",
+            ),
+        ]
 
     def __str__(self) -> str:
         return self.token

@@ -3,10 +3,12 @@
 Four providers take tutor's slots: ``facts`` (course facts relevant to the
 message or task), ``preferences`` (the student's own), ``memories`` (the
 student's own corrections: this session's, then user memory by relevance)
-and ``process_rules`` (approved rules of the course). Each runs one query,
-whatever the volume (SPEC §10), keeps within its count and character budget,
-reports what it left out, and fences its data: a correction is a student's
-words, never an instruction the tutor follows unfenced.
+and ``process_rules`` (approved rules of the course). Together they run three
+queries whatever the volume (SPEC §10: preferences and memories share one,
+through ``ContextRequest.shared``); each keeps within its count and character
+budget, reports what it left out, and fences its data: a correction is a
+student's words, never an instruction the tutor follows unfenced. The
+message is tokenized once per request, the task text once per process.
 
 In the context preview, facts and process rules join ``facts``; preferences
 and memories join ``preferences``; every item carries its ``kind``.
@@ -19,13 +21,9 @@ from abc import abstractmethod
 from django.utils import timezone
 
 from corrections.conf import setting
+from corrections.injection import Selection, facts_relevant, memory_for_context, process_rules_for_context
 from corrections.models import CorrectionType, FactStatus, MemoryTier
-from corrections.selectors import (
-    facts_relevant,
-    memories_for_context,
-    preferences_for_context,
-    process_rules_for_context,
-)
+from corrections.relevance import task_query_tokens
 from corrections.text import query_tokens
 from tutor.fencing import fence
 from tutor.providers import (
@@ -88,15 +86,15 @@ class BudgetedSection(SectionProvider):
     count_setting = ""
 
     @abstractmethod
-    def rows(self, request: ContextRequest, limit: int):
-        """The section's rows (one query) as a ``Selection``."""
+    def rows(self, request: ContextRequest, limit: int) -> Selection:
+        """The section's rows (``values()`` dicts, at most one query)."""
 
     @abstractmethod
-    def line(self, row, item_chars: int) -> tuple[str, bool]:
+    def line(self, row: dict, item_chars: int) -> tuple[str, bool]:
         """One row as a line of the fenced text, and whether it was cut."""
 
     @abstractmethod
-    def item(self, row) -> dict:
+    def item(self, row: dict) -> dict:
         """One row as the context preview shows it (with its ``kind``)."""
 
     def build(self, request: ContextRequest) -> Section:
@@ -114,7 +112,7 @@ class BudgetedSection(SectionProvider):
         included = selection.rows[:kept]
         return Section(
             text=f"{self.usage}\n{fence(self.fence_name, body)}",
-            ids=[str(row.pk) for row in included],
+            ids=[str(row["id"]) for row in included],
             omitted=selection.total - kept,
             used_chars=len(body),
             budget_chars=budget_chars,
@@ -123,9 +121,29 @@ class BudgetedSection(SectionProvider):
         )
 
 
-def task_text(request: ContextRequest) -> str:
-    task = request.task
-    return "\n".join([task.title, task.goal, "\n".join(task.steps or []), task.materials or ""])
+def message_tokens(request: ContextRequest) -> list[str]:
+    """The message's tokens for the relevance lookups, computed once per
+    request for the facts and the memories."""
+    shared = request.shared
+    if "corrections.message_tokens" not in shared:
+        cap = setting("CORRECTIONS_QUERY_MAX_TOKENS")
+        shared["corrections.message_tokens"] = query_tokens(request.message or "", cap)
+    return shared["corrections.message_tokens"]
+
+
+def memory(request: ContextRequest) -> tuple[Selection, Selection]:
+    """The preferences and memories sections' rows, read once for both."""
+    shared = request.shared
+    if "corrections.memory" not in shared:
+        shared["corrections.memory"] = memory_for_context(
+            user_id=request.student.pk,
+            session_id=request.session_id,
+            message_tokens=message_tokens(request),
+            now=timezone.now(),
+            preferences_limit=setting(PreferencesSection.count_setting),
+            memories_limit=setting(MemoriesSection.count_setting),
+        )
+    return shared["corrections.memory"]
 
 
 class FactsSection(BudgetedSection):
@@ -140,33 +158,34 @@ class FactsSection(BudgetedSection):
     count_setting = "CORRECTIONS_INJECT_MAX_FACTS"
 
     def rows(self, request, limit):
-        cap = setting("CORRECTIONS_QUERY_MAX_TOKENS")
+        task = request.task
         return facts_relevant(
-            course_id=request.task.course_id,
-            message_tokens=query_tokens(request.message or "", cap),
-            task_tokens=query_tokens(task_text(request), cap),
+            course_id=task.course_id,
+            task_id=task.pk,
+            message_tokens=message_tokens(request),
+            has_task_tokens=bool(task_query_tokens(task)),
             now=timezone.now(),
             limit=limit,
         )
 
     def line(self, fact, item_chars):
-        statement, was_cut = cut(_one_line(fact.statement), item_chars)
-        if fact.status != FactStatus.DISPUTED:
-            return f"- {fact.topic}: {statement}", was_cut
-        others = [cut(_one_line(s), item_chars)[0] for s in fact.disputed_with]
+        statement, was_cut = cut(_one_line(fact["statement"]), item_chars)
+        if fact["status"] != FactStatus.DISPUTED:
+            return f"- {fact['topic']}: {statement}", was_cut
+        others = [cut(_one_line(s), item_chars)[0] for s in fact["disputed_with"]]
         listed = " | ".join([statement, *others])
-        return f"- {fact.topic}: DISPUTED, statements: {listed}", was_cut
+        return f"- {fact['topic']}: DISPUTED, statements: {listed}", was_cut
 
     def item(self, fact):
         return {
             "kind": "fact",
-            "id": str(fact.pk),
-            "topic": fact.topic,
-            "statement": fact.statement,
-            "status": fact.status,
-            "disputed_with": list(fact.disputed_with),
-            "pinned": fact.pinned,
-            "confirmed_at": fact.confirmed_at.isoformat(),
+            "id": str(fact["id"]),
+            "topic": fact["topic"],
+            "statement": fact["statement"],
+            "status": fact["status"],
+            "disputed_with": list(fact["disputed_with"]),
+            "pinned": fact["pinned"],
+            "confirmed_at": fact["confirmed_at"].isoformat(),
         }
 
 
@@ -185,11 +204,11 @@ class ProcessRulesSection(BudgetedSection):
         return process_rules_for_context(course_id=request.task.course_id, limit=limit)
 
     def line(self, rule, item_chars):
-        text, was_cut = cut(_one_line(rule.statement), item_chars)
+        text, was_cut = cut(_one_line(rule["statement"]), item_chars)
         return f"- {text}", was_cut
 
     def item(self, rule):
-        return {"kind": "process_rule", "id": str(rule.pk), "statement": rule.statement}
+        return {"kind": "process_rule", "id": str(rule["id"]), "statement": rule["statement"]}
 
 
 class PreferencesSection(BudgetedSection):
@@ -204,14 +223,14 @@ class PreferencesSection(BudgetedSection):
     count_setting = "CORRECTIONS_INJECT_MAX_PREFERENCES"
 
     def rows(self, request, limit):
-        return preferences_for_context(user=request.student, limit=limit)
+        return memory(request)[0]
 
     def line(self, item, item_chars):
-        text, was_cut = cut(_one_line(item.content), item_chars)
+        text, was_cut = cut(_one_line(item["content"]), item_chars)
         return f"- {text}", was_cut
 
     def item(self, item):
-        return {"kind": "preference", "id": str(item.pk), "content": item.content}
+        return {"kind": "preference", "id": str(item["id"]), "content": item["content"]}
 
 
 class MemoriesSection(BudgetedSection):
@@ -232,27 +251,21 @@ class MemoriesSection(BudgetedSection):
     }
 
     def rows(self, request, limit):
-        return memories_for_context(
-            user=request.student,
-            session_id=request.session_id,
-            query_tokens=query_tokens(request.message or "", setting("CORRECTIONS_QUERY_MAX_TOKENS")),
-            now=timezone.now(),
-            limit=limit,
-        )
+        return memory(request)[1]
 
     def line(self, item, item_chars):
-        text, was_cut = cut(_one_line(item.content), item_chars)
-        where = "this session" if item.tier == MemoryTier.SESSION else "every session"
-        return f"- ({where}) {self.LABELS.get(item.kind, item.kind)}: {text}", was_cut
+        text, was_cut = cut(_one_line(item["content"]), item_chars)
+        where = "this session" if item["tier"] == MemoryTier.SESSION else "every session"
+        return f"- ({where}) {self.LABELS.get(item['kind'], item['kind'])}: {text}", was_cut
 
     def item(self, item):
         return {
             "kind": "memory",
-            "id": str(item.pk),
-            "tier": item.tier,
-            "type": item.kind,
-            "content": item.content,
-            "expires_at": item.expires_at.isoformat() if item.expires_at else None,
+            "id": str(item["id"]),
+            "tier": item["tier"],
+            "type": item["kind"],
+            "content": item["content"],
+            "expires_at": item["expires_at"].isoformat() if item["expires_at"] else None,
         }
 
 

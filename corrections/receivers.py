@@ -5,7 +5,9 @@ from __future__ import annotations
 import logging
 
 from django.db import transaction
+from django.db.models.signals import post_save
 
+from tutor.models import Task
 from tutor.signals import user_message_handled
 
 log = logging.getLogger(__name__)
@@ -29,5 +31,23 @@ def enqueue_detection(sender, message, session, reply, **kwargs) -> None:
     transaction.on_commit(lambda: dispatch_detection(message_id, correlation_id), robust=True)
 
 
+# What the relevance index of a task depends on: its course and the fields of
+# its text (corrections.relevance.task_text).
+TASK_INDEXED_FIELDS = frozenset({"course", "course_id", "title", "goal", "steps", "materials"})
+
+
+def index_task(sender, instance, created, raw, update_fields=None, **kwargs) -> None:
+    """SPEC §5: a task's text takes part in fact relevance, so a saved task
+    (a course import, the admin) has its overlap with the course's facts
+    written again, in the same transaction, when its text's tokens changed.
+    A fixture load (``raw``) is left to ``manage.py corrections_reindex``."""
+    from corrections.services.relevance import task_index
+
+    if raw or (update_fields is not None and not TASK_INDEXED_FIELDS & set(update_fields)):
+        return
+    task_index(task=instance, created=created)
+
+
 def connect_receivers() -> None:
     user_message_handled.connect(enqueue_detection, dispatch_uid="corrections.enqueue_detection")
+    post_save.connect(index_task, sender=Task, dispatch_uid="corrections.index_task")

@@ -1,153 +1,40 @@
-"""Reads of the corrections app (SPEC §5, §7, §10).
+"""Reads of the corrections app (SPEC §5, §7): routing and the HTTP API.
 
-The context selectors are one statement each, whatever the number of facts
-or memory items: relevance is counted in SQL over the token tables
-(``FactToken``, ``MemoryToken``), the budget's count is a LIMIT, and the
-number left out is a window COUNT over the same rows -- so a provider costs
-one query with 1 fact or with 10,000.
+The tutor context's reads, on every tutor request, are in
+``corrections.injection``.
 """
 
 from __future__ import annotations
 
 import math
 import uuid
-from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 
 from django.db.models import (
-    Case,
     CharField,
     Count,
     DateTimeField,
     F,
-    IntegerField,
     Prefetch,
     Q,
     QuerySet,
     Value,
-    When,
-    Window,
 )
-from django.db.models.functions import Greatest, Least
 
 from corrections.conf import setting
 from corrections.models import (
     CURRENT_FACT_STATUSES,
-    INJECTED_FACT_STATUSES,
     UNDECIDED_CASE_STATUSES,
     Correction,
     CorrectionCase,
-    CorrectionType,
     Fact,
-    FactToken,
     MemoryItem,
-    MemoryTier,
-    ProcessRule,
     Proposal,
     ProposalSupporter,
 )
 from corrections.text import jaccard
 from tutor import access
 from tutor.models import TutorMessage
-
-
-@dataclass(frozen=True)
-class Selection:
-    """Rows for one context section and how many more matched."""
-
-    rows: list
-    total: int
-
-    @property
-    def omitted(self) -> int:
-        return max(self.total - len(self.rows), 0)
-
-
-def _selection(qs: QuerySet, limit: int) -> Selection:
-    if limit <= 0:
-        return Selection(rows=[], total=0)
-    rows = list(qs.annotate(matched_total=Window(Count("pk")))[:limit])
-    return Selection(rows=rows, total=rows[0].matched_total if rows else 0)
-
-
-def _needed(tokens_field: str = "token_count"):
-    """Topic tokens a text must contain (SPEC §5): INJECT_MIN_TOKENS, or all
-    of them when the topic has fewer."""
-    minimum = Value(setting("CORRECTIONS_INJECT_MIN_TOKENS"))
-    return Least(minimum, F(tokens_field), output_field=IntegerField())
-
-
-# --- the tutor context -------------------------------------------------------------
-
-
-def facts_relevant(
-    *, course_id, message_tokens: list[str], task_tokens: list[str], now: datetime, limit: int
-) -> Selection:
-    """Verified and disputed facts of the course whose topic the message or
-    the task text overlaps (at least ``_needed`` of its tokens), not past the
-    TTL unless pinned, ranked by overlap, then by the latest confirmation."""
-    tokens = list(dict.fromkeys(message_tokens + task_tokens))
-    if not tokens:
-        return Selection(rows=[], total=0)
-    fresh_since = now - timedelta(days=setting("CORRECTIONS_FACT_TTL_DAYS"))
-    # Candidates come from the token index (facttoken_course_token_idx): with
-    # thousands of facts in a course, starting from the course's facts would
-    # join every one of them with its tokens to find the few that match.
-    candidates = FactToken.objects.filter(course_id=course_id, token__in=tokens).values("fact_id")
-    qs = (
-        Fact.objects.filter(
-            id__in=candidates,
-            course_id=course_id,
-            status__in=INJECTED_FACT_STATUSES,
-            tokens__token__in=tokens,
-        )
-        .filter(Q(pinned=True) | Q(confirmed_at__gte=fresh_since))
-        .annotate(
-            message_hits=Count("tokens", filter=Q(tokens__token__in=message_tokens or [""])),
-            task_hits=Count("tokens", filter=Q(tokens__token__in=task_tokens or [""])),
-            needed=_needed(),
-        )
-        .filter(Q(message_hits__gte=F("needed")) | Q(task_hits__gte=F("needed")))
-        .annotate(overlap=Greatest(F("message_hits"), F("task_hits")))
-        .order_by("-overlap", "-confirmed_at", "id")
-    )
-    return _selection(qs, limit)
-
-
-def process_rules_for_context(*, course_id, limit: int) -> Selection:
-    """The course's approved process rules, oldest first (a rule approved
-    long ago is not less binding)."""
-    return _selection(ProcessRule.objects.filter(course_id=course_id).order_by("created_at", "id"), limit)
-
-
-def preferences_for_context(*, user, limit: int) -> Selection:
-    """The user's own preferences, newest first."""
-    qs = MemoryItem.objects.filter(user=user, tier=MemoryTier.USER, kind=CorrectionType.PREFERENCE)
-    return _selection(qs.order_by("-updated_at", "id"), limit)
-
-
-def memories_for_context(
-    *, user, session_id, query_tokens: list[str], now: datetime, limit: int
-) -> Selection:
-    """The user's memory items other than preferences: session memory of this
-    session only (unexpired), then user memory ranked by topic overlap with
-    the request, newest first."""
-    in_session = Q(tier=MemoryTier.SESSION, session_id=session_id) & (
-        Q(expires_at__isnull=True) | Q(expires_at__gt=now)
-    )
-    scope = Q(tier=MemoryTier.USER) | in_session if session_id else Q(tier=MemoryTier.USER)
-    qs = (
-        MemoryItem.objects.filter(user=user)
-        .exclude(kind=CorrectionType.PREFERENCE)
-        .filter(scope)
-        .annotate(
-            session_first=Case(When(tier=MemoryTier.SESSION, then=Value(0)), default=Value(1)),
-            overlap=Count("tokens", filter=Q(tokens__token__in=query_tokens or [""])),
-        )
-        .order_by("session_first", "-overlap", "-updated_at", "id")
-    )
-    return _selection(qs, limit)
-
 
 # --- routing -----------------------------------------------------------------------------
 

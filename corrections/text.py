@@ -18,6 +18,7 @@ Jaccard similarity reaches ``CORRECTIONS_TOPIC_MATCH``.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import re
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
@@ -249,3 +250,28 @@ def query_tokens(text: str, limit: int) -> list[str]:
     (search mode: the short words inside long ones too), at most ``limit``."""
     norm = normalize(_REDACTION_MARKER.sub(" ", text))
     return ordered_unique(t.text for t in tokenize(norm, search=True) if is_content(t))[:limit]
+
+
+def _pairs(unique: list[str]) -> list[str]:
+    # Tokens never hold white space (a topic reads them joined by spaces), so
+    # "a b" names one pair and no single token.
+    return [f"{a} {b}" for a, b in itertools.combinations(unique, 2)]
+
+
+def token_keys(tokens) -> list[str]:
+    """A fact's relevance keys (``FactKey``): every pair of its distinct
+    tokens, sorted, or its only token -- the smallest sets whose presence in
+    a text makes it relevant at CORRECTIONS_INJECT_MIN_TOKENS = 2 (SPEC §5).
+    (A topic that repeats one token needs two hits and can never have them:
+    no key.)"""
+    tokens = list(tokens)
+    return tokens if len(tokens) == 1 else _pairs(sorted(set(tokens)))
+
+
+def text_keys(tokens) -> list[str]:
+    """The keys a text with these tokens contains: its tokens and their pairs.
+    The facts holding one of them are exactly the facts it contains two
+    tokens of, and the one-token facts it contains: every fact relevant at
+    INJECT_MIN_TOKENS = 2, and a superset of those relevant at a higher one."""
+    unique = sorted(set(tokens))
+    return unique + _pairs(unique)

@@ -42,6 +42,7 @@ _KIND_FIELDS: dict[str, models.Field] = {
     "str": models.TextField(),
     "float": models.FloatField(),
     "date": models.DateField(),
+    "datetime": models.DateTimeField(),
 }
 LIST = "[]"  # "str[]": a list of str
 
@@ -61,6 +62,9 @@ def _sentinel(kind: str, index: int):
         return 7_340_000.000_123 + index
     if kind == "date":
         return datetime.date(2900, 1, 1) + datetime.timedelta(days=index)
+    if kind == "datetime":  # aware, far in the future, with a microsecond part
+        base = datetime.datetime(2999, 1, 1, 0, 0, 0, 123_457, tzinfo=datetime.UTC)
+        return base + datetime.timedelta(seconds=index)
     return f"\u2063prepared-parameter-{index}\u2063"  # INVISIBLE SEPARATOR: never in real data
 
 
@@ -76,10 +80,10 @@ class _Compiled:
 
 class PreparedQuery:
     """``build(**params)`` returns a ``values()`` queryset; ``kinds`` names
-    each parameter's kind ("int", "uuid", "str", "float" or "date", or a
-    list of one: "str[]"). ``shape`` names the
-    arguments that change the SQL itself (a LIMIT read from settings): they
-    are passed to ``build`` as they are, and each distinct value compiles once."""
+    each parameter's kind ("int", "uuid", "str", "float", "date", "datetime",
+    or a list of one: "str[]"). ``shape`` names the arguments that change the
+    SQL itself (a LIMIT read from settings): they are passed to ``build`` as
+    they are, and each distinct value compiles once."""
 
     def __init__(self, build: Callable[..., models.QuerySet], *, shape: tuple[str, ...] = (), **kinds: str):
         unknown = {kind.removesuffix(LIST) for kind in kinds.values()} - set(_KIND_FIELDS)

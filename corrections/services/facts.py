@@ -16,7 +16,8 @@ from django.db.models import F
 from django.utils import timezone
 
 from corrections.conf import setting
-from corrections.models import Fact, FactStatus, FactSupporter, FactToken
+from corrections.models import Fact, FactStatus, FactSupporter
+from corrections.services.relevance import facts_index
 from corrections.text import topic_key
 from tutor import access
 from tutor.audit import audit_record
@@ -40,7 +41,8 @@ def fact_insert(
     reason: str = "",
     supersedes: Fact | None = None,
 ) -> Fact:
-    """A new current fact with its topic tokens, audited as created."""
+    """A new current fact with its topic tokens and its place in the
+    relevance index (``facts_index``), audited as created."""
     fact = Fact.objects.create(
         course=course,
         topic=" ".join(tokens),
@@ -59,7 +61,7 @@ def fact_insert(
         decision_reason=reason,
         supersedes=supersedes,
     )
-    FactToken.objects.bulk_create(FactToken(fact=fact, course=course, token=t) for t in dict.fromkeys(tokens))
+    facts_index(facts=[fact])
     audit_record(
         actor=actor,
         event=AuditEvent.Event.FACT_CHANGED,

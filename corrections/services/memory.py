@@ -20,10 +20,26 @@ from corrections.models import Correction, CorrectionType, MemoryItem, MemoryTie
 from corrections.text import jaccard, topic_key
 
 
+def memory_tokens(item: MemoryItem, tokens) -> list[MemoryToken]:
+    """The token rows of ``item``, with the copies of its fields they carry."""
+    return [
+        MemoryToken(
+            memory=item,
+            user_id=item.user_id,
+            tier=item.tier,
+            kind=item.kind,
+            updated_at=item.updated_at,
+            token=t,
+        )
+        for t in dict.fromkeys(tokens)
+    ]
+
+
 def _set_tokens(item: MemoryItem, tokens: list[str], *, replace: bool) -> None:
+    # Called after every save of an item: its tokens carry its updated_at.
     if replace:
         MemoryToken.objects.filter(memory=item).delete()
-    MemoryToken.objects.bulk_create(MemoryToken(memory=item, token=t) for t in dict.fromkeys(tokens))
+    MemoryToken.objects.bulk_create(memory_tokens(item, tokens))
 
 
 def _same_topic_fact(*, user, tokens: list[str]) -> MemoryItem | None:

@@ -15,6 +15,8 @@ from tutor.bench.seeding import CONTEXT_MESSAGE
 from tutor.models import Task
 
 TINY = ["--submissions", "50", "--students", "3", "--messages", "4", "--requests", "2", "--warmup", "0"]
+# The ingest comparison runs in tests/tutor/test_bench_command.py only.
+TINY += ["--ingest", "0"]
 
 
 def run_bench(*args: str) -> str:

@@ -172,11 +172,11 @@ def seed_volume(course, student, n: int) -> None:
 
 
 # GET /api/tutor/context/: tutor's 5 (token, task, open session id, history,
-# feedback selection), one per corrections provider (facts, preferences,
-# memories, process rules) and the lessons' recall (1).
-CONTEXT_GET_QUERIES = 10
+# feedback selection), the corrections providers' 3 (facts; preferences and
+# memories in one statement; process rules) and the lessons' recall (1).
+CONTEXT_GET_QUERIES = 9
 # POST …/messages/ with "what now?": tutor's 15 (tests/tutor/test_context.py),
-# the 4 providers, the lessons' recall (its stage counts in the same
+# the providers' 3, the lessons' recall (its stage counts in the same
 # statement) and its stored trace (2), and the detection task after commit:
 # one read of the message (no trigger word, no number: no further query,
 # nothing written).

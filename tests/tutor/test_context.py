@@ -700,7 +700,8 @@ def seed_volume(student, task, session_id, n: int) -> None:
 #   lessons recall with the scope's stage counts, one statement (1);
 #   ModelCall row of the tutor call (1);
 #   store the reply: savepoint, INSERT, UPDATE count and pending, release (4);
-#   the corrections app's providers: facts, preferences, memories, process rules (4);
+#   the corrections app's providers: facts, preferences and memories (one
+#   statement for both), process rules (3);
 #   the lessons' recall trace, no lesson recalled: INSERT (1);
 #   correction detection, run after commit in-process (eager Celery, the embedded
 #   default): one read of the message -- "what now?" is no correction (1).
@@ -708,9 +709,10 @@ MESSAGE_POST_QUERIES = 22
 # GET /api/tutor/context/:
 #   token auth (1); the task within the caller's enrolment (1); the open
 #   session's id (1); earlier messages (1); feedback selection (1);
-#   the corrections app's providers: facts, preferences, memories, process rules (4);
+#   the corrections app's providers: facts, preferences and memories (one
+#   statement for both), process rules (3);
 #   lessons recall (1).
-CONTEXT_GET_QUERIES = 10
+CONTEXT_GET_QUERIES = 9
 
 
 @pytest.mark.django_db

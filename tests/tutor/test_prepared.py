@@ -15,7 +15,7 @@ from feedback.models import AttemptStatus
 from feedback.selectors import LATEST_ROW, LATEST_ROW_WITHOUT_RUBRIC
 from feedback.versions import current_versions
 from tests.factories import enroll, make_attempt, make_course, make_submission, make_task
-from tutor.models import Course, Task, TutorMessage
+from tutor.models import Course, Rubric, Task, TutorMessage
 from tutor.prepared import PreparationError, PreparedQuery
 from tutor.selectors import EARLIER_MESSAGES, OPEN_SESSION, OWNED_SESSION, STUDENT_TASK, student_task
 from tutor.sessions import session_open
@@ -145,3 +145,17 @@ def test_date_parameters_and_an_annotation_selected_before_a_field(course):
     # Each value under its own name: the row's columns come in the order values() gave.
     assert assert_matches_orm(prepared, day=today) == [{"day": today, "slug": course.slug}]
     assert assert_matches_orm(prepared, day=today - timedelta(days=1)) == []
+
+
+def test_datetime_parameters_match_the_orm(course):
+    task = make_task(course, "t1")
+    prepared = PreparedQuery(
+        lambda since: Rubric.objects.filter(task__course=course, created_at__gte=since).values("version"),
+        since="datetime",
+    )
+    created = Rubric.objects.get(task=task).created_at
+
+    assert assert_matches_orm(prepared, since=created - timedelta(seconds=1)) == [{"version": "2026.1"}]
+    assert assert_matches_orm(prepared, since=created) == [{"version": "2026.1"}]  # to the microsecond
+    assert assert_matches_orm(prepared, since=created + timedelta(microseconds=1)) == []
+    assert assert_matches_orm(prepared, since=timezone.now() + timedelta(days=1)) == []
