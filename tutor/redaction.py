@@ -97,6 +97,16 @@ def marker(kind: str) -> str:
     return f"[REDACTED:{kind}]"
 
 
+MARKER = re.compile(r"\[REDACTED:[a-z_]+\]")
+
+
+def markers_in(text: str) -> int:
+    """How many redaction markers ``text`` carries: the redactions it went
+    through, also those made upstream (a chat message is redacted when it is
+    stored, before a correction is read from it)."""
+    return len(MARKER.findall(text or ""))
+
+
 @dataclass(frozen=True)
 class Redacted:
     text: str

@@ -34,7 +34,7 @@ from corrections.services.routing import route, session_scoped
 from corrections.text import topic_key
 from tutor.errors import DomainError
 from tutor.models import TutorMessage
-from tutor.redaction import redact
+from tutor.redaction import markers_in, redact
 
 log = logging.getLogger(__name__)
 
@@ -181,7 +181,7 @@ def _insert(*, user, course, session, message, source, detection: Detection, con
         original_statement=detection.original_statement,
         corrected_statement=detection.corrected_statement,
         content=content.text,
-        redactions=content.count,
+        redactions=markers_in(content.text),
         statement_key=detection.statement_key,
         dedupe_key=key,
         correlation_id=correlation_id[:64],

@@ -180,10 +180,10 @@ CONTEXT_GET_QUERIES = 9
 # statement) and its stored trace (2), and the detection task after commit:
 # one read of the message (no trigger word, no number: no further query,
 # nothing written).
-MESSAGE_POST_QUERIES = 22
+MESSAGE_POST_QUERIES = 21
 # POST …/messages/ with a correction that conflicts with the course fact, the
-# costliest route: the 21 queries of the turn, then the detection task.
-CONFLICT_POST_QUERIES = 21 + sum(
+# costliest route: the 20 queries of the turn, then the detection task.
+CONFLICT_POST_QUERIES = 20 + sum(
     {
         "the message, the assistant's previous message": 2,
         "earlier corrections: of this message, with the same words": 2,

@@ -70,7 +70,7 @@ def test_the_submission_keeps_its_evidence_as_submitted(reviewed, student_client
 @pytest.mark.django_db
 def test_the_ci_log_quote_that_reaches_the_tutor_is_redacted(reviewed, fake_llm, task, student_client):
     a1 = next(c for c in reviewed.attempts.get().result["criteria"] if c["rubric_id"] == "A1")
-    assert a1["evidence"] == "export OPENAI_API_KEY=[REDACTED:password]\n1 failing"
+    assert a1["evidence"] == "export OPENAI_API_KEY=[REDACTED:api_key]\n1 failing"
 
     fake_llm.reply("Look at your CI log.")
     session = student_client.post("/api/tutor/sessions/", {"task": task.pk}, format="json").json()

@@ -705,7 +705,7 @@ def seed_volume(student, task, session_id, n: int) -> None:
 #   the lessons' recall trace, no lesson recalled: INSERT (1);
 #   correction detection, run after commit in-process (eager Celery, the embedded
 #   default): one read of the message -- "what now?" is no correction (1).
-MESSAGE_POST_QUERIES = 22
+MESSAGE_POST_QUERIES = 21
 # GET /api/tutor/context/:
 #   token auth (1); the task within the caller's enrolment (1); the open
 #   session's id (1); earlier messages (1); feedback selection (1);
