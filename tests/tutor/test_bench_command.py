@@ -236,6 +236,24 @@ def test_bad_options_exit_non_zero_from_the_command_line(args, code):
     assert done.stdout == ""
 
 
+def test_an_unmigrated_database_is_refused_before_anything_is_seeded(tmp_path):
+    database = tmp_path / "empty.sqlite3"
+    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "REDIS_URL")}
+    env |= {"DATABASE_URL": f"sqlite:///{database}", "SECRET_KEY": "bench-test", "ALLOWED_HOSTS": "localhost"}
+    done = subprocess.run(
+        [sys.executable, "manage.py", "bench_context", "--submissions", "10"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+    assert done.returncode == 1
+    assert "unapplied migrations: run `manage.py migrate` first" in done.stderr
+    assert "Seeding" not in done.stdout
+
+
 @pytest.mark.django_db(transaction=True)
 def test_over_http_and_with_the_ingest_comparison_every_figure_line_is_printed():
     """gunicorn with the shipped configuration serves the same figures, and

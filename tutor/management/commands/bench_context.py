@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import re
 import subprocess
 import sys
@@ -35,9 +36,9 @@ from django.db import OperationalError, connection, transaction
 from django.test.utils import CaptureQueriesContext, override_settings
 from rest_framework.authtoken.models import Token
 
-from feedback.models import ReviewAttempt, Submission
+from feedback.models import Submission
 from lessons.models import RecallTrace
-from tutor.bench.drivers import PROJECT_DIR, HttpDriver, InProcessDriver, gunicorn_server
+from tutor.bench.drivers import PROJECT_DIR, HttpDriver, InProcessDriver, bench_host, gunicorn_server
 from tutor.bench.ingest import (
     INGEST_CLIENTS,
     child_environment,
@@ -58,6 +59,7 @@ from tutor.bench.seeding import (
 )
 from tutor.commands import DomainCommand
 from tutor.coursefile import course_import, validate_course
+from tutor.maintenance import database_optimize
 from tutor.models import Course, ModelCall, Task, TutorMessage, TutorSession
 from tutor.sessions import session_open
 
@@ -67,6 +69,17 @@ MESSAGE_CORRELATION_PREFIX = "bench-message-"
 # Throttles are a courtesy, not a capacity (tutor.throttling): the benchmark
 # sends more than a student would.
 UNTHROTTLED = {"submissions": "1000000/min", "messages": "1000000/min", "regrade_requests": "1000000/min"}
+
+
+def preflight() -> None:
+    """Refuse before seeding what would fail minutes later: an unmigrated
+    database, or no host the in-process requests may name."""
+    from django.db.migrations.executor import MigrationExecutor
+
+    executor = MigrationExecutor(connection)
+    if executor.migration_plan(executor.loader.graph.leaf_nodes()):
+        raise CommandError("the database has unapplied migrations: run `manage.py migrate` first")
+    bench_host()
 
 
 class Command(DomainCommand):
@@ -123,8 +136,12 @@ class Command(DomainCommand):
                 if options[seeder.size] < 0:
                     raise CommandError(f"--{seeder.size} must be at least 0, got {options[seeder.size]}")
                 sizes[seeder.size] = options[seeder.size]
-        if options["ingest_only"]:
+        if options["ingest_only"]:  # a child run: it migrates its own database
             return self.ingest_only(sizes, per_client=options["ingest"], http=options["http"])
+        preflight()
+        # Eager Celery logs a line per task run in-process (the correction
+        # detection of every timed message): noise between the figures.
+        logging.getLogger("celery.app.trace").setLevel(logging.WARNING)
         started = time.perf_counter()
         self.write(f"Database: {connection.vendor}; DEBUG={settings.DEBUG} (SQL query log off for the run)")
         # DEBUG's query log would format and keep every statement: megabytes per
@@ -179,12 +196,15 @@ class Command(DomainCommand):
         bench = self.bench(course, sizes)
         for seeder in SEEDERS:
             seeder.seed(bench)
-        if connection.vendor == "postgresql":
-            # Autovacuum analyzes freshly loaded tables within a minute or so;
-            # measure the planner's steady state, not that window.
+        # Measure the planner's steady state, not the window after a bulk load:
+        # autovacuum analyzes freshly loaded PostgreSQL tables within a minute
+        # or so, and the server refreshes SQLite's statistics hourly
+        # (tutor.maintenance). Without them SQLite reads every fact of the
+        # course through the (course, status) index rather than the few
+        # candidates by key.
+        if not database_optimize():
             with connection.cursor() as cursor:
-                for model in (Submission, ReviewAttempt, TutorMessage):
-                    cursor.execute(f"ANALYZE {connection.ops.quote_name(model._meta.db_table)}")
+                cursor.execute("ANALYZE")
         self.write(f"Seeded in {time.perf_counter() - started:.1f} s.")
         return bench
 
