@@ -52,7 +52,9 @@ def precheck(evidence: object) -> None:
         raise ReviewInvalid(ErrorCode.EVIDENCE_INVALID, "stored evidence does not have the expected shape")
 
 
-MACHINE_BASES = (Basis.CI, Basis.SELF_REPORT, Basis.CHECK)
+# The verdicts a review has before it asks the model: what an attempt that
+# ends unavailable keeps (feedback.agreement.MACHINE_BASES adds the model).
+PRE_MODEL_BASES = (Basis.CI, Basis.SELF_REPORT, Basis.CHECK)
 
 
 @dataclass
@@ -94,7 +96,7 @@ def build_result(attempt: ReviewAttempt, progress: ReviewProgress | None = None)
                 criterion, Verdict.NEED_REVIEW, NO_CHECK_REASON, "", Basis.NONE
             )
     progress.machine = [
-        results[c["id"]] for c in criteria if results.get(c["id"], {}).get("basis") in MACHINE_BASES
+        results[c["id"]] for c in criteria if results.get(c["id"], {}).get("basis") in PRE_MODEL_BASES
     ]
     progress.checks_done = True
     next_step = None
