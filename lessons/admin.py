@@ -20,6 +20,7 @@ from lessons import access
 from lessons.models import Lesson, LessonKind, LessonStatus, RecallTrace, RejectReason, SkillCandidate
 from lessons.selectors import similar_lessons
 from lessons.services.lifecycle import (
+    harmful_lessons,
     lesson_approve,
     lesson_create,
     lesson_inject,
@@ -55,20 +56,28 @@ def _run(modeladmin, request, queryset, label: str, service) -> None:
 
 
 class QueueFilter(admin.SimpleListFilter):
-    """What needs a decision, by default the pending drafts."""
+    """What needs a decision, by default the pending drafts. Superusers also
+    get the global lessons marked harmful often enough for the automatic
+    quarantine but from too few courses (SPEC §6; the rule is
+    ``lesson_quarantine_if_harmful``'s): still injected, a person decides."""
 
     title = "queue"
     parameter_name = "queue"
     DEFAULT = "pending"
 
+    HARMFUL_GLOBAL = "harmful_global"
+
     def lookups(self, request, model_admin):
-        return [
+        found = [
             ("pending", "Pending review"),
             ("quarantined", "Quarantined"),
             ("review_due", "Past review_by"),
             ("injected", "Injected"),
             ("all", "All"),
         ]
+        if request.user.is_superuser:
+            found.insert(2, (self.HARMFUL_GLOBAL, "Harmful global lessons"))
+        return found
 
     def choices(self, changelist):
         current = self.value() or self.DEFAULT
@@ -83,6 +92,10 @@ class QueueFilter(admin.SimpleListFilter):
         value = self.value() or self.DEFAULT
         if value == "all":
             return queryset
+        if value == self.HARMFUL_GLOBAL:
+            if not request.user.is_superuser:
+                return queryset.none()
+            return queryset.filter(pk__in=harmful_lessons().filter(course__isnull=True).values("pk"))
         if value == "review_due":
             return queryset.filter(
                 review_by__lt=timezone.localdate(),
