@@ -30,7 +30,7 @@ from lessons.services.lifecycle import (
 )
 from lessons.services.usage import skill_candidate_decide
 from lessons.validation import clean_symptoms, clean_tags
-from tutor.admin_scoping import CourseScopedAdmin, ReadOnlyAdmin, ScopedFilter
+from tutor.admin_scoping import CappedCountPaginator, CourseScopedAdmin, ReadOnlyAdmin, ScopedFilter
 from tutor.errors import DomainError
 from tutor.models import AuditEvent, Course
 
@@ -174,6 +174,7 @@ class RejectForm(forms.Form):
 
 @admin.register(Lesson)
 class LessonAdmin(admin.ModelAdmin):
+    paginator = CappedCountPaginator  # no full COUNT over a big table
     list_display = [
         "title",
         "course_label",
@@ -426,6 +427,7 @@ class CandidateQueueFilter(admin.SimpleListFilter):
 
 @admin.register(SkillCandidate)
 class SkillCandidateAdmin(ReadOnlyAdmin):
+    paginator = CappedCountPaginator  # no full COUNT over a big table
     list_display = ["lesson", "course_label", "hit_count", "status", "created_at", "decided_by"]
     list_filter = [CandidateQueueFilter]
     list_select_related = ["lesson", "lesson__course", "decided_by"]
@@ -470,6 +472,7 @@ class SkillCandidateAdmin(ReadOnlyAdmin):
 class RecallTraceAdmin(CourseScopedAdmin, ReadOnlyAdmin):
     """ "Why was this lesson not shown?" -- every real tutor request's recall."""
 
+    paginator = CappedCountPaginator  # no full COUNT over a big table
     list_display = ["created_at", "correlation_id", "student", "task", "recalled_count", "used_tokens"]
     list_filter = [("course", ScopedFilter)]
     list_select_related = ["student", "task", "task__course"]
