@@ -35,7 +35,7 @@ from tutor.redaction import redact_text
 # SPEC §6: quarantine without a human once harmful ≥ 3 and harmful > helpful.
 LESSON_QUARANTINE_HARMFUL = 3
 # A global lesson serves every course: the marks of one course alone must not
-# withdraw it from all of them (its staff quarantine it by hand if they may).
+# withdraw it from all of them (a superuser decides).
 LESSON_GLOBAL_QUARANTINE_COURSES = 2
 
 Event = AuditEvent.Event
@@ -192,7 +192,7 @@ def harmful_lessons():
     )
 
 
-def lesson_quarantine_if_harmful(*, lesson_id, actor) -> bool:
+def lesson_quarantine_if_harmful(*, lesson_id, course_id, actor) -> bool:
     """The automatic quarantine of SPEC §6, inside the transaction that
     bumped ``harmful``: one conditional UPDATE, so two concurrent bumps
     quarantine (and audit) once.
@@ -205,11 +205,14 @@ def lesson_quarantine_if_harmful(*, lesson_id, actor) -> bool:
     "Harmful global lessons" for a superuser. The caller's UPDATE of the
     counter holds the lesson's row lock (PostgreSQL), so a concurrent mark
     from another course counts its courses after this one committed.
+    ``course_id`` is the lesson's (None: global), which never changes.
     """
     threshold = quarantine_harmful_threshold()
     candidate = harmful_lessons().filter(pk=lesson_id)
     courses = None
-    if candidate.filter(course__isnull=True).exists():
+    if course_id is None:
+        if not candidate.exists():
+            return False
         courses = harmful_mark_courses(lesson_id=lesson_id)
         if courses < global_quarantine_courses():
             return False
@@ -219,7 +222,7 @@ def lesson_quarantine_if_harmful(*, lesson_id, actor) -> bool:
     lesson = Lesson.objects.get(pk=lesson_id)
     reason = f"automatic: harmful {lesson.harmful} ≥ {threshold} and > helpful {lesson.helpful}"
     extra = {"automatic": True, "helpful": lesson.helpful, "harmful": lesson.harmful}
-    if lesson.course_id is None:
+    if courses is not None:
         reason += f", marked harmful from {courses} courses"
         extra["harmful_courses"] = courses
     audit_record(
