@@ -35,7 +35,7 @@ from corrections.models import (
 from corrections.services.cases import case_accept, case_claim, case_dispute, case_reject
 from corrections.services.facts import fact_set_pinned
 from tutor import access
-from tutor.admin_scoping import CourseScopedAdmin, ReadOnlyAdmin, ScopedFilter
+from tutor.admin_scoping import CappedCountPaginator, CourseScopedAdmin, ReadOnlyAdmin, ScopedFilter
 from tutor.errors import DomainError
 from tutor.models import AuditEvent
 
@@ -152,6 +152,8 @@ class DecidingAdmin(CourseScopedAdmin):
 
 @admin.register(CorrectionCase)
 class CorrectionCaseAdmin(DecidingAdmin):
+    paginator = CappedCountPaginator  # no full COUNT over a big table
+    show_full_result_count = False
     list_display = [
         "topic_display",
         "kind",
@@ -292,6 +294,8 @@ class CorrectionCaseAdmin(DecidingAdmin):
 
 @admin.register(Fact)
 class FactAdmin(DecidingAdmin):
+    paginator = CappedCountPaginator  # no full COUNT over a big table
+    show_full_result_count = False
     list_display = [
         "topic",
         "statement_short",
@@ -377,6 +381,7 @@ class FactAdmin(DecidingAdmin):
 
 @admin.register(Correction)
 class CorrectionAdmin(CourseScopedAdmin, ReadOnlyAdmin):
+    paginator = CappedCountPaginator  # no full COUNT over a big table
     list_display = ["created_at", "user", "type", "confidence", "topic", "statement_short", "tiers", "case"]
     list_filter = ["type", "source", "classifier", ("course", ScopedFilter)]
     list_select_related = ["user", "case"]
@@ -393,6 +398,8 @@ class CorrectionAdmin(CourseScopedAdmin, ReadOnlyAdmin):
 
 @admin.register(ProcessRule)
 class ProcessRuleAdmin(CourseScopedAdmin, ReadOnlyAdmin):
+    paginator = CappedCountPaginator  # no full COUNT over a big table
+    show_full_result_count = False
     list_display = ["statement", "course", "approved_by", "created_at"]
     list_filter = [("course", ScopedFilter)]
     list_select_related = ["course", "approved_by"]
@@ -402,6 +409,7 @@ class ProcessRuleAdmin(CourseScopedAdmin, ReadOnlyAdmin):
 class MemoryItemAdmin(ReadOnlyAdmin):
     """Students' own memory: superusers only (course staff decide facts, not memories)."""
 
+    paginator = CappedCountPaginator  # no full COUNT over a big table
     list_display = ["created_at", "user", "tier", "kind", "content", "expires_at"]
     list_filter = ["tier", "kind"]
     list_select_related = ["user"]

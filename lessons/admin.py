@@ -20,6 +20,7 @@ from lessons import access
 from lessons.models import Lesson, LessonKind, LessonStatus, RecallTrace, RejectReason, SkillCandidate
 from lessons.selectors import similar_lessons
 from lessons.services.lifecycle import (
+    harmful_lessons,
     lesson_approve,
     lesson_create,
     lesson_inject,
@@ -29,7 +30,7 @@ from lessons.services.lifecycle import (
 )
 from lessons.services.usage import skill_candidate_decide
 from lessons.validation import clean_symptoms, clean_tags
-from tutor.admin_scoping import CourseScopedAdmin, ReadOnlyAdmin, ScopedFilter
+from tutor.admin_scoping import CappedCountPaginator, CourseScopedAdmin, ReadOnlyAdmin, ScopedFilter
 from tutor.errors import DomainError
 from tutor.models import AuditEvent, Course
 
@@ -55,20 +56,28 @@ def _run(modeladmin, request, queryset, label: str, service) -> None:
 
 
 class QueueFilter(admin.SimpleListFilter):
-    """What needs a decision, by default the pending drafts."""
+    """What needs a decision, by default the pending drafts. Superusers also
+    get the global lessons marked harmful often enough for the automatic
+    quarantine but from too few courses (SPEC §6; the rule is
+    ``lesson_quarantine_if_harmful``'s): still injected, a person decides."""
 
     title = "queue"
     parameter_name = "queue"
     DEFAULT = "pending"
 
+    HARMFUL_GLOBAL = "harmful_global"
+
     def lookups(self, request, model_admin):
-        return [
+        found = [
             ("pending", "Pending review"),
             ("quarantined", "Quarantined"),
             ("review_due", "Past review_by"),
             ("injected", "Injected"),
             ("all", "All"),
         ]
+        if request.user.is_superuser:
+            found.insert(2, (self.HARMFUL_GLOBAL, "Harmful global lessons"))
+        return found
 
     def choices(self, changelist):
         current = self.value() or self.DEFAULT
@@ -83,6 +92,10 @@ class QueueFilter(admin.SimpleListFilter):
         value = self.value() or self.DEFAULT
         if value == "all":
             return queryset
+        if value == self.HARMFUL_GLOBAL:
+            if not request.user.is_superuser:
+                return queryset.none()
+            return queryset.filter(pk__in=harmful_lessons().filter(course__isnull=True).values("pk"))
         if value == "review_due":
             return queryset.filter(
                 review_by__lt=timezone.localdate(),
@@ -161,6 +174,7 @@ class RejectForm(forms.Form):
 
 @admin.register(Lesson)
 class LessonAdmin(admin.ModelAdmin):
+    paginator = CappedCountPaginator  # no full COUNT over a big table
     list_display = [
         "title",
         "course_label",
@@ -413,6 +427,7 @@ class CandidateQueueFilter(admin.SimpleListFilter):
 
 @admin.register(SkillCandidate)
 class SkillCandidateAdmin(ReadOnlyAdmin):
+    paginator = CappedCountPaginator  # no full COUNT over a big table
     list_display = ["lesson", "course_label", "hit_count", "status", "created_at", "decided_by"]
     list_filter = [CandidateQueueFilter]
     list_select_related = ["lesson", "lesson__course", "decided_by"]
@@ -457,6 +472,7 @@ class SkillCandidateAdmin(ReadOnlyAdmin):
 class RecallTraceAdmin(CourseScopedAdmin, ReadOnlyAdmin):
     """ "Why was this lesson not shown?" -- every real tutor request's recall."""
 
+    paginator = CappedCountPaginator  # no full COUNT over a big table
     list_display = ["created_at", "correlation_id", "student", "task", "recalled_count", "used_tokens"]
     list_filter = [("course", ScopedFilter)]
     list_select_related = ["student", "task", "task__course"]

@@ -8,9 +8,16 @@ from the task, body from the reason and the next step that led to the pass.
 
 Never from an ``unavailable`` or ``invalid`` attempt (on either side: an
 unavailable attempt keeps its check verdicts, but nothing was completed),
-never from a hidden criterion (its reason and evidence must not travel), and
-never twice for the same fix: ``lesson_one_draft_per_fixed_criterion``
-makes a duplicate delivery or a re-review of the fixing submission a no-op.
+never from a hidden criterion (SPEC §6, §9), and never twice for the same
+fix: ``lesson_one_draft_per_fixed_criterion`` makes a duplicate delivery or a
+re-review of the fixing submission a no-op.
+
+A draft is later injected into students' tutor requests, so it is built only
+from what the student was allowed to see of both reviews: the results pass
+through ``feedback.visibility.student_result`` (the one place that decides
+it) first. A visible CI criterion's log tail is therefore no symptom when a
+hidden check reads the same log, and a ``next_step`` that quoted a hidden
+check is left out; a fixed stand-in text is never copied into a draft.
 """
 
 from __future__ import annotations
@@ -22,6 +29,7 @@ from django.db import IntegrityError, transaction
 
 from feedback.models import AttemptStatus, ReviewAttempt
 from feedback.results import Basis
+from feedback.visibility import CI_LOG_HIDDEN, HIDDEN_TEXT, student_result
 from lessons.models import Lesson, LessonKind, LessonSource
 from lessons.services.store import lesson_insert
 from tutor.audit import audit_record
@@ -37,6 +45,13 @@ CAPTURE_ACTOR = "review capture"
 SYMPTOM_CHARS = 100
 EVIDENCE_SYMPTOM_LINES = 2
 BODY_EVIDENCE_CHARS = 600
+# The stand-ins ``student_result`` puts in place of hidden text: they say
+# nothing about a fix and would match every feedback block that shows them.
+STAND_INS = frozenset(t.casefold() for t in (CI_LOG_HIDDEN, *HIDDEN_TEXT.values()))
+
+
+def _unless_stand_in(text: str) -> str:
+    return "" if text.strip().casefold() in STAND_INS else text
 
 
 def _phrase(text: str) -> str:
@@ -102,7 +117,8 @@ def lessons_capture_from_attempt(*, attempt_id) -> list[Lesson]:
     if attempt is None or not attempt.result or attempt.submission.previous_id is None:
         return []
     # The previous submission's newest completed review under the same rubric
-    # version: criterion ids mean the same thing on both sides.
+    # version (one rubric row per task and version): criterion ids, and which
+    # of them are hidden, mean the same thing on both sides.
     failing = (
         ReviewAttempt.objects.filter(
             submission_id=attempt.submission.previous_id,
@@ -115,8 +131,14 @@ def lessons_capture_from_attempt(*, attempt_id) -> list[Lesson]:
     if failing is None or not failing.result:
         return []
     task = attempt.submission.task
+    # Only the student's view of both reviews may become a draft (SPEC §9).
+    criteria = attempt.rubric.criteria
+    failing_shown = student_result(failing.result, criteria)
+    passing_shown = student_result(attempt.result, criteria)
+    next_step = _unless_stand_in(failing_shown.get("next_step") or "")
     created = []
-    for before, after in fixed_criteria(failing.result, attempt.result, attempt.rubric.criteria):
+    for before, after in fixed_criteria(failing_shown, passing_shown, criteria):
+        before = {**before, "evidence": _unless_stand_in(before.get("evidence") or "")}
         try:
             # One transaction per draft: an already captured criterion (the
             # unique constraint) must not undo the others.
@@ -124,9 +146,9 @@ def lessons_capture_from_attempt(*, attempt_id) -> list[Lesson]:
                 lesson = lesson_insert(
                     course_id=task.course_id,
                     title=f"[{task.slug} {before['rubric_id']}] {before['reason']}",
-                    body=draft_body(before, after, failing.result.get("next_step") or ""),
+                    body=draft_body(before, after, next_step),
                     tags=list(task.tags or []),
-                    symptoms=draft_symptoms(before["reason"], before.get("evidence") or ""),
+                    symptoms=draft_symptoms(before["reason"], before["evidence"]),
                     kind=LessonKind.GUARDRAIL,
                     source=LessonSource.REVIEW,
                     source_attempt=attempt,

@@ -17,7 +17,9 @@ applied all or nothing:
 - ``helpful`` / ``harmful`` bump a counter with ``F()``, only for a lesson a
   stored recall trace shows recalled for the attempt's student and task (the
   ACE rule: marks apply to bullets actually used), at most once per (signal
-  attempt, lesson) (``deltabump_once_per_signal``);
+  attempt, lesson) (``deltabump_once_per_signal``); a ``harmful`` mark may
+  quarantine the lesson (``lesson_quarantine_if_harmful``: a global lesson
+  only on marks from several courses);
 - there is no op that rewrites or deletes content.
 """
 
@@ -305,5 +307,5 @@ def _apply_mark(step: _Mark, actor, attempt: ReviewAttempt) -> dict:
             "harmful": harmful,
         },
     )
-    lesson_quarantine_if_harmful(lesson_id=lesson.pk, actor=actor)
+    lesson_quarantine_if_harmful(lesson_id=lesson.pk, course_id=lesson.course_id, actor=actor)
     return {"index": step.index, "op": step.op, "lesson": lesson.pk, "duplicate_of": None}

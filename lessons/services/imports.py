@@ -12,6 +12,12 @@ change only through deltas backed by an external signal (seed 004).
 
 A row identical (after redaction) to a lesson of the same scope is skipped,
 so running the same file twice imports it once.
+
+A ``review_by`` already in the past is kept, not refused: an existing library
+carries overdue review dates, the dates are kept like the statuses (SPEC §1),
+and recall already filters such a lesson out (``filtered_expired``, SPEC §6)
+while the review-due listing shows it to staff. The report names each such
+row, so the operator sees which lessons arrive overdue.
 """
 
 from __future__ import annotations
@@ -26,6 +32,7 @@ from typing import Any
 
 import yaml
 from django.db import transaction
+from django.utils import timezone
 
 from lessons.models import Lesson, LessonKind, LessonSource, LessonStatus, RejectReason
 from lessons.services.store import default_review_by, lesson_insert, redact_lesson
@@ -78,6 +85,8 @@ class LessonRowSpec:
 class ImportReport:
     created: list[Lesson] = field(default_factory=list)
     skipped: list[int] = field(default_factory=list)  # row indexes already present
+    # (row index, review_by) of imported rows whose review date has passed
+    past_review: list[tuple[int, date]] = field(default_factory=list)
 
 
 def load_lesson_file(path: str | Path) -> Any:
@@ -183,6 +192,7 @@ def lessons_import(
 ) -> ImportReport:
     """Import validated rows, all or nothing, each audited as an operator import."""
     report = ImportReport()
+    today = timezone.localdate()
     for done, row in enumerate(rows, 1):
         course = courses.get(row.course_slug) if row.course_slug else None
         course_id = course.pk if course is not None else None
@@ -216,6 +226,8 @@ def lessons_import(
                 extra={"row": row.index, "file": source, "redactions": lesson.redactions},
             )
             report.created.append(lesson)
+            if lesson.review_by < today:
+                report.past_review.append((row.index, lesson.review_by))
         if progress is not None:
             progress(done, len(rows))
     return report

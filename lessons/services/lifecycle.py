@@ -3,7 +3,8 @@
 
     pending → approved (staff) → injected
     pending → rejected (staff, with a template reason)
-    injected → quarantined (staff, or automatically: harmful ≥ 3 and harmful > helpful)
+    injected → quarantined (staff, or automatically: harmful ≥ 3 and harmful > helpful;
+                            a global lesson only on marks from ≥ 2 courses)
     quarantined → injected | retired (staff)
     injected → retired (staff)
 
@@ -24,7 +25,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from lessons.access import ensure_can_manage
-from lessons.models import Lesson, LessonKind, LessonSource, LessonStatus, RejectReason
+from lessons.models import DeltaBump, Lesson, LessonKind, LessonSource, LessonStatus, RejectReason
 from lessons.services.store import lesson_insert
 from tutor.audit import audit_record
 from tutor.errors import Conflict, InvalidInput, NotFound, PermissionRefused
@@ -33,6 +34,9 @@ from tutor.redaction import redact_text
 
 # SPEC §6: quarantine without a human once harmful ≥ 3 and harmful > helpful.
 LESSON_QUARANTINE_HARMFUL = 3
+# A global lesson serves every course: the marks of one course alone must not
+# withdraw it from all of them (a superuser decides).
+LESSON_GLOBAL_QUARANTINE_COURSES = 2
 
 Event = AuditEvent.Event
 
@@ -159,17 +163,68 @@ def lesson_retire(*, lesson: Lesson, actor, reason: str = "") -> Lesson:
     return _move(lesson=lesson, actor=actor, name="retire", reason=redact_text(reason.strip()))
 
 
-def lesson_quarantine_if_harmful(*, lesson_id, actor) -> bool:
+def quarantine_harmful_threshold() -> int:
+    return int(getattr(settings, "LESSON_QUARANTINE_HARMFUL", LESSON_QUARANTINE_HARMFUL))
+
+
+def global_quarantine_courses() -> int:
+    return int(getattr(settings, "LESSON_GLOBAL_QUARANTINE_COURSES", LESSON_GLOBAL_QUARANTINE_COURSES))
+
+
+def harmful_mark_courses(*, lesson_id) -> int:
+    """How many distinct courses the ``harmful`` marks of a lesson came from:
+    the course of each mark's signal attempt (a mark is one per signal
+    attempt and lesson, ``DeltaBump``)."""
+    return (
+        DeltaBump.objects.filter(lesson_id=lesson_id, op=DeltaBump.Op.HARMFUL)
+        .values("signal_attempt__submission__task__course_id")
+        .distinct()
+        .count()
+    )
+
+
+def harmful_lessons():
+    """Injected lessons whose marks meet the automatic quarantine's numbers
+    (harmful ≥ LESSON_QUARANTINE_HARMFUL and harmful > helpful); among global
+    ones, those still injected are held for a superuser's decision."""
+    return Lesson.objects.filter(
+        status=LessonStatus.INJECTED, harmful__gte=quarantine_harmful_threshold(), harmful__gt=F("helpful")
+    )
+
+
+def lesson_quarantine_if_harmful(*, lesson_id, course_id, actor) -> bool:
     """The automatic quarantine of SPEC §6, inside the transaction that
     bumped ``harmful``: one conditional UPDATE, so two concurrent bumps
-    quarantine (and audit) once."""
-    threshold = int(getattr(settings, "LESSON_QUARANTINE_HARMFUL", LESSON_QUARANTINE_HARMFUL))
-    moved = Lesson.objects.filter(
-        pk=lesson_id, status=LessonStatus.INJECTED, harmful__gte=threshold, harmful__gt=F("helpful")
-    ).update(status=LessonStatus.QUARANTINED)
+    quarantine (and audit) once.
+
+    Rule: an injected lesson with harmful ≥ ``LESSON_QUARANTINE_HARMFUL`` (3)
+    and harmful > helpful is quarantined. A global lesson (no course) is
+    quarantined automatically only when its harmful marks come from signal
+    attempts of at least ``LESSON_GLOBAL_QUARANTINE_COURSES`` (2) distinct
+    courses; otherwise it stays injected and waits in the admin queue
+    "Harmful global lessons" for a superuser. The caller's UPDATE of the
+    counter holds the lesson's row lock (PostgreSQL), so a concurrent mark
+    from another course counts its courses after this one committed.
+    ``course_id`` is the lesson's (None: global), which never changes.
+    """
+    threshold = quarantine_harmful_threshold()
+    candidate = harmful_lessons().filter(pk=lesson_id)
+    courses = None
+    if course_id is None:
+        if not candidate.exists():
+            return False
+        courses = harmful_mark_courses(lesson_id=lesson_id)
+        if courses < global_quarantine_courses():
+            return False
+    moved = candidate.update(status=LessonStatus.QUARANTINED)
     if moved != 1:
         return False
     lesson = Lesson.objects.get(pk=lesson_id)
+    reason = f"automatic: harmful {lesson.harmful} ≥ {threshold} and > helpful {lesson.helpful}"
+    extra = {"automatic": True, "helpful": lesson.helpful, "harmful": lesson.harmful}
+    if courses is not None:
+        reason += f", marked harmful from {courses} courses"
+        extra["harmful_courses"] = courses
     audit_record(
         actor=actor,
         event=Event.LESSON_QUARANTINED,
@@ -177,8 +232,8 @@ def lesson_quarantine_if_harmful(*, lesson_id, actor) -> bool:
         course=lesson.course_id,
         from_state=LessonStatus.INJECTED,
         to_state=LessonStatus.QUARANTINED,
-        reason=f"automatic: harmful {lesson.harmful} ≥ {threshold} and > helpful {lesson.helpful}",
-        extra={"automatic": True, "helpful": lesson.helpful, "harmful": lesson.harmful},
+        reason=reason,
+        extra=extra,
     )
     return True
 

@@ -254,3 +254,41 @@ def test_changelist_queries_do_not_grow_with_rows(
     add(30)
     with django_assert_num_queries(len(few)):
         assert client.get(url).status_code == 200
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("model", ["lesson", "skillcandidate", "recalltrace"])
+def test_a_superusers_changelist_counts_at_most_the_cap(course, task, student, superuser, model, monkeypatch):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from tutor import admin_scoping
+
+    monkeypatch.setattr(admin_scoping, "ADMIN_COUNT_CAP", 3)
+    for _ in range(6):
+        lesson = make_lesson(course=course, status=LessonStatus.PENDING)
+        SkillCandidate.objects.create(lesson=lesson, hit_count=3)
+        RecallTrace.objects.create(
+            correlation_id="c",
+            course=course,
+            student=student,
+            task=task,
+            context={},
+            params={},
+            lines=[],
+            counts={},
+            omitted={},
+            used_tokens=0,
+            budget_tokens=800,
+        )
+    url = reverse(f"admin:lessons_{model}_changelist") + ("?queue=all" if model == "lesson" else "")
+
+    with CaptureQueriesContext(connection) as queries:
+        response = login(superuser).get(url)
+
+    assert response.status_code == 200
+    cl = response.context["cl"]
+    assert isinstance(cl.paginator, admin_scoping.CappedCountPaginator)
+    assert (cl.result_count, len(cl.result_list), cl.show_full_result_count) == (4, 6, False)
+    counts = [q["sql"] for q in queries.captured_queries if "COUNT(" in q["sql"].upper()]
+    assert counts and all("LIMIT" in sql.upper() for sql in counts)  # never a full COUNT

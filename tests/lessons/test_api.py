@@ -160,7 +160,7 @@ def test_skill_candidates_list_shape_and_scope(course, other_course, staff_clien
 
 @pytest.mark.django_db
 def test_recall_preview_returns_the_recalled_lessons_and_the_full_trace_without_side_effects(
-    course, staff_client, django_assert_max_num_queries
+    course, staff_client
 ):
     best = make_lesson(
         course=course, title="best", tags=["adaptor", "parsing"], symptoms=["escape"], tokens=300
@@ -197,6 +197,27 @@ def test_recall_preview_returns_the_recalled_lessons_and_the_full_trace_without_
     assert body["context"]["tags"] == ["adaptor", "parsing"] and body["context"]["symptoms"] == ["escape"]
     best.refresh_from_db()
     assert (best.hit_count, best.last_hit) == (0, None)
+
+
+@pytest.mark.django_db
+def test_recall_preview_queries_do_not_grow_with_the_library(course, staff_client, django_assert_num_queries):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from tests.lessons.conftest import bulk_lessons
+
+    params = {"tags": "adaptor", "symptoms": "escape", "course": "se-101"}
+    bulk_lessons(course, 1, tags=["adaptor"], symptoms=["escape"])
+    bulk_lessons(course, 1)
+    with CaptureQueriesContext(connection) as few:
+        assert len(staff_client.get("/api/lessons/recall/", params).json()["recalled"]) == 1
+
+    bulk_lessons(course, 2000, tags=["adaptor"], symptoms=["escape"])  # all candidates
+    bulk_lessons(course, 2000)  # counted, never loaded
+    with django_assert_num_queries(len(few)):
+        body = staff_client.get("/api/lessons/recall/", params).json()
+
+    assert len(body["recalled"]) == 3 and sum(body["trace_counts"].values()) == 4002
 
 
 @pytest.mark.django_db

@@ -5,16 +5,28 @@ exactly once whatever the deliveries."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
+from django.test import TestCase
 
 from feedback.models import ReviewAttempt
 from feedback.signals import attempt_finished
 from lessons.models import Lesson
 from lessons.services.capture import lessons_capture_from_attempt
-from tests.factories import course_data, criterion_entry, enroll, make_attempt, make_submission, make_task
+from tests.factories import (
+    client_for,
+    course_data,
+    criterion_entry,
+    enroll,
+    make_attempt,
+    make_course,
+    make_submission,
+    make_task,
+)
 from tests.factories import review_result as result
 from tutor.coursefile import course_import, validate_course
-from tutor.models import AuditEvent
+from tutor.models import AuditEvent, Enrollment
 
 CI_FAIL = criterion_entry(
     "A1",
@@ -184,3 +196,107 @@ def test_secrets_in_the_failing_review_are_redacted_before_the_draft_is_stored(t
         assert secret not in stored
     assert lesson.redactions >= 5  # in the title, the body and the symptoms
     assert set(lesson.redaction_kinds) >= {"ip_address", "api_key", "email"}
+
+
+# --- hidden checks stay hidden (SPEC §6, §9): a draft is built from what the
+# student may see of both reviews, through the real API and eager review.
+
+HIDDEN_LOG = "expected 42, got 41 in hidden/answer.spec.js"
+HIDDEN_TERM = "sentinel-undefined-branch"
+
+
+def hidden_course(slug, criteria):
+    course = make_course(slug, criteria=criteria)
+    return make_task(course), enroll(course, "alice"), enroll(course, "ci", Enrollment.Role.SERVICE)
+
+
+def ci_submit(service, task, student, *, passed: bool, report: str):
+    ci = (
+        {"status": "passed", "exit_code": 0, "log_tail": "3 passing"}
+        if passed
+        else {"status": "failed", "exit_code": 1, "log_tail": f"1 failing\n{HIDDEN_LOG}"}
+    )
+    with TestCase.captureOnCommitCallbacks(execute=True):  # the review runs after the commit
+        response = client_for(service).post(
+            "/api/submissions/",
+            {"task": str(task.pk), "student": student.username, "evidence": {"report": report, "ci": ci}},
+            format="json",
+        )
+    assert response.status_code == 201, response.content
+    return response.json()["id"]
+
+
+def stored_text(lesson: Lesson) -> str:
+    return " ".join([lesson.title, lesson.body, *lesson.symptoms, *lesson.tags])
+
+
+@pytest.mark.django_db
+def test_a_visible_ci_fix_draft_carries_no_ci_log_a_hidden_check_reads(settings):
+    settings.TUTOR_LLM_BASE_URL = None  # the offline reviewer: machine checks only
+    task, student, service = hidden_course(
+        "hidden-log-101",
+        [
+            {"id": "A1", "kind": "acceptance", "text": "CI passes", "check": {"type": "ci_passed"}},
+            {
+                "id": "A2",
+                "kind": "acceptance",
+                "text": "Report names undefined",
+                "check": {"type": "contains", "field": "report", "all": ["undefined"]},
+            },
+            {
+                "id": "H1",
+                "kind": "acceptance",
+                "text": "Hidden tests pass",
+                "check": {"type": "ci_passed"},
+                "visibility": "hidden",
+            },
+        ],
+    )
+    failing_id = ci_submit(service, task, student, passed=False, report="first() returns nothing")
+    ci_submit(service, task, student, passed=True, report="first() returns undefined")
+
+    # The stored review does hold the hidden log: staff see it, a draft must not.
+    staff_view = ReviewAttempt.objects.get(submission_id=failing_id).result["criteria"]
+    assert HIDDEN_LOG in next(c for c in staff_view if c["rubric_id"] == "A1")["evidence"]
+    lessons = {lesson.source_rubric_id: lesson for lesson in Lesson.objects.filter(source="review")}
+    assert set(lessons) == {"A1", "A2"}  # never from the hidden criterion
+    assert lessons["A1"].symptoms == ["CI failed with exit code 1"]
+    assert "Evidence:" not in lessons["A1"].body
+    for lesson in lessons.values():
+        text = stored_text(lesson)
+        assert "expected 42" not in text and "1 failing" not in text
+        assert "hidden check" not in text and "CI log is not shown" not in text  # no stand-in copied
+
+
+@pytest.mark.django_db
+def test_a_next_step_quoting_a_hidden_check_never_reaches_a_draft(fake_llm):
+    task, student, service = hidden_course(
+        "hidden-step-101",
+        [
+            {"id": "A1", "kind": "acceptance", "text": "CI passes", "check": {"type": "ci_passed"}},
+            {"id": "A3", "kind": "acceptance", "text": "Explains it", "check": {"type": "semantic"}},
+            {
+                "id": "H2",
+                "kind": "acceptance",
+                "text": "Covers the hidden branch",
+                "check": {"type": "contains", "field": "report", "all": [HIDDEN_TERM]},
+                "visibility": "hidden",
+            },
+        ],
+    )
+
+    def review(next_step):
+        verdict = {"rubric_id": "A3", "status": "PASS", "reason": "explains it", "evidence": "first"}
+        return json.dumps({"verdicts": [verdict], "next_step": next_step})
+
+    fake_llm.reply(review(f"Cover the {HIDDEN_TERM} case, then rerun CI"), review("Keep going"))
+    failing_id = ci_submit(service, task, student, passed=False, report="first() returns undefined")
+    ci_submit(service, task, student, passed=True, report=f"first() returns undefined {HIDDEN_TERM}")
+
+    assert HIDDEN_TERM in ReviewAttempt.objects.get(submission_id=failing_id).result["next_step"]
+    [lesson] = Lesson.objects.filter(source="review")
+    assert lesson.source_rubric_id == "A1"
+    assert HIDDEN_TERM not in stored_text(lesson)
+    assert "What fixed it" not in lesson.body and "hidden check" not in lesson.body
+    # The visible log of a rubric without a hidden CI check is still a symptom.
+    assert lesson.symptoms == ["CI failed with exit code 1", "1 failing", HIDDEN_LOG]

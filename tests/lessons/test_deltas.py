@@ -8,6 +8,8 @@ from __future__ import annotations
 import uuid
 
 import pytest
+from django.test import Client
+from django.urls import reverse
 
 from lessons.models import DeltaBump, Lesson, LessonStatus, RecalledLesson, RecallTrace
 from tests.factories import client_for, criterion_entry, enroll, make_attempt, make_submission, review_result
@@ -333,6 +335,127 @@ def test_harmful_three_times_but_not_more_than_helpful_keeps_it_injected(course,
 
     lesson.refresh_from_db()
     assert (lesson.status, lesson.helpful, lesson.harmful) == ("injected", 3, 3)
+
+
+# --- a global lesson serves every course: one course cannot quarantine it ------------------
+
+
+def harmful_from(course_task, count):
+    """``count`` harmful marks on the lesson from one course's own staff and signal attempts."""
+    task, student, staff = course_task
+
+    def mark(lesson):
+        for _ in range(count):
+            response = send(
+                client_for(staff), signal(student, task), {"op": "harmful", "lesson": str(lesson.pk)}
+            )
+            assert response.status_code == 200, response.content
+
+    return mark
+
+
+@pytest.fixture
+def se_marks(course, student, task, staff):
+    return (task, student, staff)
+
+
+@pytest.fixture
+def other_marks(other_course, other_task):
+    return (
+        other_task,
+        enroll(other_course, "olga"),
+        enroll(other_course, "o-teacher", Enrollment.Role.STAFF),
+    )
+
+
+def used_by(lesson, *course_tasks):
+    for task, student, _ in course_tasks:
+        recalled_for(lesson, student, task)
+
+
+@pytest.mark.django_db
+def test_one_course_cannot_quarantine_a_global_lesson(se_marks, superuser):
+    lesson = make_lesson(course=None)
+    used_by(lesson, se_marks)
+
+    harmful_from(se_marks, 4)(lesson)
+
+    lesson.refresh_from_db()
+    assert (lesson.status, lesson.harmful) == ("injected", 4)
+    assert not AuditEvent.objects.filter(event="lesson_quarantined").exists()
+    # Held for a superuser's decision in the admin queue.
+    client = Client()
+    client.force_login(superuser)
+    held = client.get(reverse("admin:lessons_lesson_changelist"), {"queue": "harmful_global"})
+    assert list(held.context["cl"].result_list) == [lesson]
+
+
+@pytest.mark.django_db
+def test_two_courses_quarantine_a_global_lesson(se_marks, other_marks):
+    lesson = make_lesson(course=None)
+    used_by(lesson, se_marks, other_marks)
+
+    harmful_from(se_marks, 2)(lesson)
+    harmful_from(other_marks, 1)(lesson)
+
+    lesson.refresh_from_db()
+    assert (lesson.status, lesson.harmful) == ("quarantined", 3)
+    event = AuditEvent.objects.get(event="lesson_quarantined")
+    assert (event.extra["automatic"], event.extra["harmful_courses"]) == (True, 2)
+    assert "from 2 courses" in event.reason
+
+
+@pytest.mark.django_db
+def test_a_global_lesson_marked_from_two_courses_but_not_enough_stays_injected(se_marks, other_marks):
+    lesson = make_lesson(course=None)
+    used_by(lesson, se_marks, other_marks)
+
+    harmful_from(se_marks, 1)(lesson)
+    harmful_from(other_marks, 1)(lesson)
+
+    lesson.refresh_from_db()
+    assert (lesson.status, lesson.harmful) == ("injected", 2)
+
+
+@pytest.mark.django_db
+def test_the_number_of_courses_is_a_setting(se_marks, settings):
+    settings.LESSON_GLOBAL_QUARANTINE_COURSES = 1
+    lesson = make_lesson(course=None)
+    used_by(lesson, se_marks)
+
+    harmful_from(se_marks, 3)(lesson)
+
+    lesson.refresh_from_db()
+    assert lesson.status == "quarantined"
+
+
+@pytest.mark.django_db
+def test_a_course_lesson_is_still_quarantined_by_its_own_course_alone(course, se_marks, superuser):
+    lesson = make_lesson(course=course)
+    used_by(lesson, se_marks)
+
+    harmful_from(se_marks, 3)(lesson)
+
+    lesson.refresh_from_db()
+    assert lesson.status == "quarantined"
+    client = Client()
+    client.force_login(superuser)
+    held = client.get(reverse("admin:lessons_lesson_changelist"), {"queue": "harmful_global"})
+    assert list(held.context["cl"].result_list) == []
+
+
+@pytest.mark.django_db
+def test_course_staff_get_no_harmful_global_queue(se_marks, staff):
+    lesson = make_lesson(course=None)
+    used_by(lesson, se_marks)
+    harmful_from(se_marks, 3)(lesson)
+    client = Client()
+    client.force_login(staff)
+
+    page = client.get(reverse("admin:lessons_lesson_changelist"), {"queue": "harmful_global"})
+
+    assert list(page.context["cl"].result_list) == []
+    assert "Harmful global lessons" not in page.content.decode()
 
 
 # --- who may send --------------------------------------------------------------------------------

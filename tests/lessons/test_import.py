@@ -152,3 +152,34 @@ def test_an_imported_library_is_recalled_with_its_own_last_hit(tmp_path, course)
     )
 
     assert [round(s.score, 2) for s in result.recalled] == [0.81]  # the seed's lesson-2026-001
+
+
+@pytest.mark.django_db
+def test_a_past_review_by_is_imported_with_a_warning_naming_the_row(tmp_path, course, staff_client):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    overdue = (timezone.localdate() - timedelta(days=3)).isoformat()
+    rows = [
+        {"title": "current", "body": "b1", "status": "injected", "review_by": "2099-01-01", "tags": ["x"]},
+        {"title": "overdue", "body": "b2", "status": "injected", "review_by": overdue, "tags": ["x"]},
+        {"title": "overdue draft", "body": "b3", "status": "pending", "review_by": overdue},
+    ]
+
+    out, err = run(tmp_path, rows, "--course", "se-101")
+
+    assert "imported 3 lessons (2 injected, 1 pending)" in out
+    warnings = [line for line in err.splitlines() if line.startswith("warning:")]
+    assert warnings == [
+        f"warning: [{i}].review_by {overdue} is in the past: imported, never recalled until staff "
+        "inject it with a new review_by (see lessons_review_due)"
+        for i in (1, 2)
+    ]
+    assert "warning" not in out
+    stored = Lesson.objects.get(title="overdue")
+    assert (stored.status, stored.review_by.isoformat()) == ("injected", overdue)
+    # Kept, and filtered out of recall as SPEC §6 says.
+    trace = staff_client.get("/api/lessons/recall/", {"tags": "x", "course": "se-101"}).json()["trace"]
+    decisions = {line["title"]: line["decision"] for line in trace}
+    assert decisions == {"current": "recalled", "overdue": "filtered_expired"}

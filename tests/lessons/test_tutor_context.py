@@ -185,7 +185,7 @@ def test_a_hidden_criterions_reason_never_yields_symptoms(db):
 
 @pytest.mark.django_db
 def test_the_preview_shows_recalled_lessons_only_never_the_trace_or_other_titles(
-    course, task, student_client, django_assert_num_queries
+    course, task, student_client
 ):
     recalled = [
         make_lesson(course=course, title=f"RECALLED-{i}", tags=TASK_TAGS, tokens=10) for i in range(3)

@@ -8,7 +8,7 @@ from django import forms
 from django.contrib import admin, messages
 from django.db import models
 
-from tutor.admin_scoping import CourseScopedAdmin, ReadOnlyAdmin, ScopedFilter
+from tutor.admin_scoping import CappedCountPaginator, CourseScopedAdmin, ReadOnlyAdmin, ScopedFilter
 from tutor.audit import audit_record
 from tutor.errors import DomainError
 from tutor.lti.models import Deployment, Identity, Registration, ResourceLink, ScorePost, ScoreStatus, ToolKey
@@ -65,6 +65,8 @@ class RegistrationForm(forms.ModelForm):
 
 @admin.register(Registration)
 class RegistrationAdmin(SuperuserEditsMixin, CourseScopedAdmin):
+    paginator = CappedCountPaginator  # no full COUNT over a big table
+    show_full_result_count = False
     form = RegistrationForm
     formfield_overrides = {models.URLField: {"assume_scheme": "https"}}
     list_display = ["issuer", "client_id", "course", "active", "updated_at"]
@@ -117,6 +119,8 @@ class RegistrationAdmin(SuperuserEditsMixin, CourseScopedAdmin):
 
 @admin.register(ResourceLink)
 class ResourceLinkAdmin(CourseScopedAdmin, ReadOnlyAdmin):
+    paginator = CappedCountPaginator  # no full COUNT over a big table
+    show_full_result_count = False
     course_path = "registration__course_id"
     list_display = ["resource_link_id", "title", "task", "has_line_item", "updated_at"]
     list_filter = [("task__course", ScopedFilter)]
@@ -156,6 +160,7 @@ class ScoreQueueFilter(admin.SimpleListFilter):
 
 @admin.register(ScorePost)
 class ScorePostAdmin(CourseScopedAdmin, ReadOnlyAdmin):
+    paginator = CappedCountPaginator  # no full COUNT over a big table
     course_path = "link__task__course_id"
     list_display = [
         "created_at",
@@ -197,6 +202,8 @@ class ScorePostAdmin(CourseScopedAdmin, ReadOnlyAdmin):
 
 @admin.register(Identity)
 class IdentityAdmin(ReadOnlyAdmin):
+    paginator = CappedCountPaginator  # no full COUNT over a big table
+    show_full_result_count = False
     list_display = ["subject", "issuer", "user", "name", "last_seen_at"]
     list_select_related = ["user"]
     search_fields = ["subject", "user__username", "name"]
@@ -208,6 +215,8 @@ class IdentityAdmin(ReadOnlyAdmin):
 
 @admin.register(ToolKey)
 class ToolKeyAdmin(ReadOnlyAdmin):
+    paginator = CappedCountPaginator  # no full COUNT over a big table
+    show_full_result_count = False
     # The private half is never shown: it is not a field here.
     fields = ["kid", "status", "created_at", "retired_at", "public_pem"]
     list_display = ["kid", "status", "created_at", "retired_at"]

@@ -32,3 +32,9 @@ class Command(DomainCommand):
         if report.skipped:
             rows_text = ", ".join(f"[{i}]" for i in report.skipped)
             self.stdout.write(f"skipped {len(report.skipped)} already present: {rows_text}")
+        for index, review_by in report.past_review:
+            # Kept (the dates of a library are kept), but never recalled until renewed.
+            self.stderr.write(
+                f"warning: [{index}].review_by {review_by.isoformat()} is in the past: "
+                "imported, never recalled until staff inject it with a new review_by (see lessons_review_due)"
+            )
