@@ -19,6 +19,12 @@ class Basis(models.TextChoices):
     NONE = "none"  # nothing could judge it: NEED_REVIEW
 
 
+# The bases that are an external signal (SPEC §6): the course's CI or a machine
+# check -- not the student's own report, not the model. Only these capture a
+# lesson draft or move the playbook's counters.
+EXTERNAL_SIGNAL_BASES = (Basis.CI, Basis.CHECK)
+
+
 def criterion_result(criterion: dict, status: str, reason: str, evidence: str, basis: str) -> dict:
     return {
         "rubric_id": criterion["id"],

@@ -28,7 +28,7 @@ import re
 from django.db import IntegrityError, transaction
 
 from feedback.models import AttemptStatus, ReviewAttempt
-from feedback.results import Basis
+from feedback.results import EXTERNAL_SIGNAL_BASES
 from feedback.visibility import CI_LOG_HIDDEN, HIDDEN_TEXT, student_result
 from lessons.models import Lesson, LessonKind, LessonSource
 from lessons.services.store import lesson_insert
@@ -38,7 +38,6 @@ from tutor.rubrics import Verdict, is_hidden
 
 log = logging.getLogger(__name__)
 
-EXTERNAL_BASES = (Basis.CI, Basis.CHECK)
 CAPTURE_ACTOR = "review capture"
 # A symptom must fit inside a feedback item's cut reason (120 characters in
 # the block, SPEC §3), or a later student's feedback could never contain it.
@@ -97,10 +96,10 @@ def fixed_criteria(failing: dict, passing: dict, rubric_criteria: list[dict]) ->
         if (
             rubric_id not in hidden
             and after["status"] == Verdict.PASS
-            and after["basis"] in EXTERNAL_BASES
+            and after["basis"] in EXTERNAL_SIGNAL_BASES
             and earlier is not None
             and earlier["status"] == Verdict.FAIL
-            and earlier["basis"] in EXTERNAL_BASES
+            and earlier["basis"] in EXTERNAL_SIGNAL_BASES
         ):
             fixed.append((earlier, after))
     return fixed

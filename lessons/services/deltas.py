@@ -33,7 +33,7 @@ from django.db import transaction
 from django.db.models import F, Q
 
 from feedback.models import AttemptStatus, ReviewAttempt
-from feedback.results import Basis
+from feedback.results import EXTERNAL_SIGNAL_BASES
 from lessons import access
 from lessons.models import DELTA_MAX_ADDS, DeltaBump, Lesson, LessonKind, LessonSource
 from lessons.selectors import lesson_recalled_for
@@ -49,7 +49,6 @@ from tutor.rubrics import CriterionKind, Verdict
 # SPEC §6: an add this close to an existing lesson is a duplicate.
 LESSON_DUPLICATE_JACCARD = 0.8
 DELTAS_MAX_PER_REQUEST = 50
-EXTERNAL_BASES = (Basis.CI, Basis.CHECK)
 SIGNAL_REQUIRED = "external verification signal required"
 ADD_KEYS = {"op", "title", "body", "tags", "symptoms"}
 MARK_KEYS = {"op", "lesson"}
@@ -107,7 +106,7 @@ def signal_kind(attempt: ReviewAttempt) -> str:
     criteria = (
         (attempt.result or {}).get("criteria") or [] if attempt.status == AttemptStatus.COMPLETED else []
     )
-    external = [c for c in criteria if c.get("basis") in EXTERNAL_BASES]
+    external = [c for c in criteria if c.get("basis") in EXTERNAL_SIGNAL_BASES]
     if not any(c.get("kind") == CriterionKind.ACCEPTANCE for c in external):
         raise InvalidInput(SIGNAL_REQUIRED, field="signal_attempt")
     failed = any(c.get("status") == Verdict.FAIL for c in external)
