@@ -43,6 +43,8 @@ class Source(models.TextChoices):
 class Classifier(models.TextChoices):
     RULES = "rules"
     MODEL = "model"
+    # The classifier was on but failed (no answer, or one out of shape): the rules decided.
+    RULES_FALLBACK = "rules_fallback", "Rules (the model failed)"
 
 
 class TopicMixin(models.Model):
