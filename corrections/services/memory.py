@@ -92,11 +92,15 @@ def memory_remember(
         "course": course,
     }
     if existing is not None:
-        for name, value in fields.items():
-            setattr(existing, name, value)
-        existing.save(update_fields=[*fields, "updated_at"])
-        _set_tokens(existing, tokens, replace=True)
-        return existing
+        # Conditional: the owner may have forgotten it since it was read
+        # (``memory_forget`` commits its DELETE first). Then no row is
+        # refreshed and no token is written for it: it is remembered anew.
+        stamp = timezone.now()
+        if MemoryItem.objects.filter(pk=existing.pk).update(**fields, updated_at=stamp) == 1:
+            for name, value in {**fields, "updated_at": stamp}.items():
+                setattr(existing, name, value)
+            _set_tokens(existing, tokens, replace=True)
+            return existing
     item = MemoryItem.objects.create(user=user, tier=tier, kind=kind, session=session, **fields)
     _set_tokens(item, tokens, replace=False)
     return item

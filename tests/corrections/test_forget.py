@@ -105,3 +105,54 @@ def test_two_concurrent_deletes_of_one_item_forget_it_once(student):
     assert forgotten_events().count() == 1
     correction.refresh_from_db()
     assert correction.memory_id is None and correction.dedupe_key.startswith("forgotten:")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_correction_refreshing_an_item_being_forgotten_is_remembered_anew(student):
+    """A newer correction on the same topic refreshes the user's older item;
+    if that item is forgotten meanwhile, the correction is still recorded,
+    as a new item with its own tokens, and nothing points at the old one."""
+    client = client_for(student)
+    first = client.post("/api/corrections/", {"content": "不对，北京年均降雨量很高"}, format="json")
+    assert first.status_code == 201, first.content
+    item = MemoryItem.objects.get()
+    held = threading.Event()
+    statuses: dict[str, int] = {}
+
+    def hold_after_item_delete(execute, sql, params, many, context):
+        result = execute(sql, params, many, context)
+        if sql.lstrip().upper().startswith("DELETE") and MemoryItem._meta.db_table in sql:
+            held.set()
+            time.sleep(HOLD_SECONDS)
+        return result
+
+    def forget():
+        try:
+            with connection.execute_wrapper(hold_after_item_delete):
+                statuses["forget"] = client_for(student).delete(f"/api/memory/{item.pk}/").status_code
+        finally:
+            connection.close()
+
+    def correct():
+        try:
+            response = client_for(student).post(
+                "/api/corrections/", {"content": "不对，北京年均降雨量非常高"}, format="json"
+            )
+            statuses["correct"] = response.status_code
+        finally:
+            connection.close()
+
+    forgetting = threading.Thread(target=forget)
+    forgetting.start()
+    assert held.wait(timeout=30)
+    correcting = threading.Thread(target=correct)
+    correcting.start()
+    forgetting.join(timeout=60)
+    correcting.join(timeout=60)
+
+    assert statuses == {"forget": 204, "correct": 201}
+    remembered = MemoryItem.objects.get()
+    assert remembered.pk != item.pk and remembered.content == "北京年均降雨量非常高"
+    assert set(MemoryToken.objects.values_list("memory_id", flat=True)) == {remembered.pk}
+    newer = Correction.objects.get(content="不对，北京年均降雨量非常高")
+    assert newer.memory_id == remembered.pk
