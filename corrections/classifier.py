@@ -5,7 +5,8 @@ message the rules found to be a correction is sent once more, with the
 rules' reading, to the model (purpose ``classification``), which may change
 the type, the confidence and the corrected statement, or answer that it is
 no correction at all. Any failure -- the model down, an answer that is not
-the JSON asked for -- keeps the rules' result. Messages the rules pass over
+the JSON asked for, anything unexpected -- keeps the rules' result, recorded
+with classifier ``rules_fallback``. Messages the rules pass over
 are never sent: the model refines, it does not widen the net.
 """
 
@@ -13,12 +14,14 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 
 from corrections.conf import setting
-from corrections.detection import Detection
-from corrections.text import Analysed
+from corrections.detection import STATEMENT_MAX_CHARS, Detection
+from corrections.text import Analysed, clean_statement
 from tutor import llm
 from tutor.fencing import fence
+from tutor.redaction import redact
 
 log = logging.getLogger(__name__)
 
@@ -54,10 +57,27 @@ def classification_messages(*, message: str, assistant: str | None, rules: Detec
     return [{"role": "system", "content": CLASSIFIER_RULES}, {"role": "user", "content": user}]
 
 
+# Whatever the model answers is read within these bounds; anything else is a
+# failure and the rules decide. A reply longer than this is no answer of the
+# asked shape (and is not parsed: no deep nesting reaches the JSON parser).
+REPLY_MAX_CHARS = 4 * STATEMENT_MAX_CHARS + 1000
+NONE = "none"
+
+
+class OutOfShape(ValueError):
+    """The model's reply is not the JSON object asked for."""
+
+
 def refine(
     *, message: str, assistant: str | None, rules: Detection, course_id=None, correlation_id=None
 ) -> Detection | None:
-    """The model's reading of ``rules`` (None: the model says no correction)."""
+    """The model's reading of ``rules`` (None: the model says no correction).
+
+    Any failure keeps the rules' result, marked ``rules_fallback``: a model
+    error, a reply out of shape (not JSON, not an object, an unknown type, a
+    confidence that is no number from 0 to 1, a statement that is no string
+    or too long), or anything unexpected while reading it. Never raises: the
+    detection task must record the rules' reading whatever the model does."""
     try:
         reply = llm.chat(
             classification_messages(message=message, assistant=assistant, rules=rules),
@@ -65,30 +85,61 @@ def refine(
             correlation_id=correlation_id,
             course_id=course_id,
         )
-        answer = llm.parse_json_reply(reply)
-        kind = answer["type"]
-        confidence = float(answer["confidence"])
-        statement = answer.get("corrected_statement", rules.corrected_statement)
     except llm.ModelError as exc:
         log.warning("correction classifier unavailable, the rules decide: %s", exc)
-        return rules
-    except (ValueError, KeyError, TypeError):
-        log.warning("correction classifier answered out of shape; the rules decide")
-        return rules
-    if kind == "none":
+        return fallback(rules)
+    except Exception:  # the client's own failure must not lose the detection either
+        log.exception("correction classifier failed, the rules decide")
+        return fallback(rules)
+    try:
+        return read_reply(reply, rules)
+    except OutOfShape as exc:
+        log.warning("correction classifier answered out of shape (%s); the rules decide", exc)
+    except Exception:
+        log.exception("correction classifier reply could not be read; the rules decide")
+    return fallback(rules)
+
+
+def fallback(rules: Detection) -> Detection:
+    return rules.with_changes(classifier="rules_fallback")
+
+
+def read_reply(reply: str, rules: Detection) -> Detection | None:
+    """``rules`` as the model's reply changes them; OutOfShape if it is not
+    the asked ``{"type", "confidence", "corrected_statement"}`` object."""
+    if not isinstance(reply, str) or len(reply) > REPLY_MAX_CHARS:
+        raise OutOfShape("no reply of a bounded length")
+    try:
+        answer = llm.parse_json_reply(reply)
+    except (ValueError, RecursionError) as exc:
+        raise OutOfShape("not JSON") from exc
+    if not isinstance(answer, dict):
+        raise OutOfShape("not a JSON object")
+    kind, confidence = answer.get("type"), answer.get("confidence")
+    if not isinstance(kind, str) or kind not in (*TYPES, NONE):
+        raise OutOfShape("unknown type")
+    # bool is an int to Python, but true is no confidence.
+    if isinstance(confidence, bool) or not isinstance(confidence, (int, float)):
+        raise OutOfShape("confidence is no number")
+    if not math.isfinite(confidence) or not 0 <= confidence <= 1:
+        raise OutOfShape("confidence outside 0..1")
+    if kind == NONE:
         return None
-    if kind not in TYPES or not 0 <= confidence <= 1 or not isinstance(statement, str):
-        log.warning("correction classifier answered out of range; the rules decide")
-        return rules
-    statement = statement.strip() or rules.corrected_statement
+    statement = answer.get("corrected_statement")
+    if statement is None:
+        statement = rules.corrected_statement
+    if not isinstance(statement, str) or len(statement) > STATEMENT_MAX_CHARS:
+        raise OutOfShape(f"corrected_statement is no string of at most {STATEMENT_MAX_CHARS} characters")
+    # The model's words are stored as the user's are: redacted (SPEC §5).
+    statement = clean_statement(redact(statement).text) or rules.corrected_statement
     quantity = rules.quantity
     if statement != rules.corrected_statement:
         found = Analysed(statement).quantities_in()
         quantity = found[0][0] if found else None
     return rules.with_changes(
         type=kind,
-        confidence=round(confidence, 3),
-        corrected_statement=statement[:1000],
+        confidence=round(float(confidence), 3),
+        corrected_statement=statement,
         quantity=quantity,
         classifier="model",
     )

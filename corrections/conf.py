@@ -32,6 +32,10 @@ DEFAULTS = {
     "CORRECTIONS_RATE_LIMIT": "20/hour",  # corrections per user
     # The optional model classifier (off: the rules decide alone).
     "CORRECTIONS_LLM_CLASSIFIER": False,
+    # The detection outbox: a publish that failed is retried by the sweep this
+    # long after the failure (the sweep's period too), at most a batch per run.
+    "CORRECTIONS_DETECTION_SWEEP_INTERVAL": 60,
+    "CORRECTIONS_DETECTION_SWEEP_BATCH": 500,
 }
 
 _PERIODS = {"s": 1, "sec": 1, "second": 1, "m": 60, "min": 60, "minute": 60, "h": 3600, "hour": 3600}

@@ -30,6 +30,7 @@ from corrections.text import (
     Quantity,
     Span,
     clean_statement,
+    cut_text,
     is_content,
     ordered_unique,
     text_key,
@@ -113,7 +114,7 @@ def _latin_pattern(phrase: str) -> re.Pattern[str]:
 
 
 def _latin_phrase_spans(doc: Analysed, phrase: str) -> list[Span]:
-    return [Span(m.start(), m.end()) for m in _latin_pattern(phrase).finditer(doc.norm)]
+    return [Span(m.start(), m.end()) for m in _latin_pattern(phrase).finditer(doc.masked)]
 
 
 def find_phrases(doc: Analysed, phrases, within: list[Span]) -> list[Span]:
@@ -170,10 +171,6 @@ def detect(text: str, *, assistant: str | None = None) -> Detection | None:
     return None
 
 
-def _cut(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
 def _text_without(doc: Analysed, spans: list[Span], removed: list[Span]) -> str:
     """The sentences ``spans`` of the user's own text, ``removed`` cut out."""
     parts = []
@@ -208,7 +205,7 @@ def _whole_message(doc: Analysed, spans: list[Span], kind: str, confidence: floa
         confidence=confidence,
         topic=tuple(words[:TOPIC_MAX_TOKENS]),
         original_statement="",
-        corrected_statement=_cut(statement, STATEMENT_MAX_CHARS),
+        corrected_statement=cut_text(statement, STATEMENT_MAX_CHARS),
     )
 
 
@@ -267,7 +264,7 @@ def _factual(doc: Analysed, spans: list[Span], triggers: list[Span], reference: 
         confidence=confidence,
         topic=tuple(topic),
         original_statement=original,
-        corrected_statement=_cut(statement, STATEMENT_MAX_CHARS),
+        corrected_statement=cut_text(statement, STATEMENT_MAX_CHARS),
         quantity=quantity,
     )
 
@@ -315,7 +312,7 @@ def _number_at(doc: Analysed, span: Span) -> str:
 
 def _original(reference: Analysed, clause: Span) -> str:
     sentence = _sentence_at(reference, clause.start)
-    return _cut(clean_statement(reference.text_of(sentence)), ORIGINAL_MAX_CHARS)
+    return cut_text(clean_statement(reference.text_of(sentence)), ORIGINAL_MAX_CHARS)
 
 
 def _implicit(doc: Analysed, spans: list[Span], reference: Analysed | None) -> Detection | None:
@@ -340,7 +337,7 @@ def _implicit(doc: Analysed, spans: list[Span], reference: Analysed | None) -> D
             confidence=IMPLICIT_CONFIDENCE,
             topic=tuple(topic),
             original_statement=original,
-            corrected_statement=_cut(clean_statement(_text_without(doc, spans, [])), STATEMENT_MAX_CHARS),
+            corrected_statement=cut_text(clean_statement(_text_without(doc, spans, [])), STATEMENT_MAX_CHARS),
             quantity=quantity,
         )
     return None
@@ -349,7 +346,7 @@ def _implicit(doc: Analysed, spans: list[Span], reference: Analysed | None) -> D
 def _negative(reference: Analysed | None) -> Detection:
     """Negative feedback: the answer was wrong, nothing in its place. What it
     refers to is the assistant's recent message."""
-    original = _cut(clean_statement(reference.original), ORIGINAL_MAX_CHARS) if reference else ""
+    original = cut_text(clean_statement(reference.original), ORIGINAL_MAX_CHARS) if reference else ""
     return Detection(
         type=NEGATIVE,
         confidence=BARE_NEGATION_CONFIDENCE,

@@ -43,6 +43,8 @@ class Source(models.TextChoices):
 class Classifier(models.TextChoices):
     RULES = "rules"
     MODEL = "model"
+    # The classifier was on but failed (no answer, or one out of shape): the rules decided.
+    RULES_FALLBACK = "rules_fallback", "Rules (the model failed)"
 
 
 class TopicMixin(models.Model):
@@ -573,3 +575,28 @@ class Correction(TopicMixin):
 
     def __str__(self) -> str:
         return f"{self.type} {self.confidence:.2f} by user {self.user_id}: {self.content[:60]}"
+
+
+class UndispatchedDetection(models.Model):
+    """The outbox of detection (SPEC §5: detection runs on every user
+    message): a stored user message whose detection task could not be
+    published (the broker was unreachable after the commit). The sweep
+    (``corrections.tasks.sweep_detections``) publishes it again and deletes
+    the row once the broker took it. Only a failed publish writes a row: the
+    message path stays one publish and no write."""
+
+    message = models.OneToOneField(TutorMessage, primary_key=True, on_delete=models.CASCADE, related_name="+")
+    correlation_id = models.CharField(max_length=64, blank=True)
+    # The last failed publish; a sweep claims the row by moving it to now.
+    failed_at = models.DateTimeField()
+    failures = models.PositiveIntegerField(default=1)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        indexes = [
+            # detections_sweep: the rows whose last failure is older than a sweep interval, oldest first
+            models.Index(fields=["failed_at"], name="undispatched_failed_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return f"detection of message {self.message_id} ({self.failures} failed publishes)"

@@ -116,10 +116,6 @@ def memory_list(user, *, now: datetime) -> QuerySet:
     return own.union(facts, all=True).order_by("-item_created_at", "item_id")
 
 
-def own_memory_item(user, item_id: uuid.UUID) -> MemoryItem | None:
-    return MemoryItem.objects.filter(pk=item_id, user=user).first()
-
-
 def supports_fact(user, fact_id: uuid.UUID) -> bool:
     return Fact.objects.filter(pk=fact_id, supporters__user=user).exists()
 

@@ -23,3 +23,11 @@ def purge_expired_memory() -> int:
     from corrections.services.memory import memory_purge_expired
 
     return memory_purge_expired()
+
+
+@shared_task(name="corrections.tasks.sweep_detections", ignore_result=True)
+def sweep_detections() -> dict:
+    """Publish again the detections a broker outage kept in the outbox."""
+    from corrections.services.dispatch import detections_sweep
+
+    return detections_sweep()

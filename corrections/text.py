@@ -44,8 +44,12 @@ _SENTENCE_END = re.compile(r"[。!?;\n]+|\.(?=\s|$)")
 _CLAUSE_END = re.compile(r"[。!?;\n,、:()\[\]]+|\.(?=\s|$)")
 _SPACE = re.compile(r"\s+")
 _EDGE_PUNCTUATION = " \t\r\n,.;:!?、。，；：！？-—~…\"'()[]"
-# Redaction markers ("[REDACTED:email]") are not words of the topic.
-_REDACTION_MARKER = re.compile(r"\[redacted:[a-z_]+\]")
+# Redaction markers ("[REDACTED:email]", tutor.redaction.marker) are not words
+# of a topic, and a stored statement keeps them whole. Masking also takes a
+# marker that lost its closing bracket (a model's reply may hold one): its
+# words must never become topic tokens either.
+_REDACTION_MARKER = re.compile(r"\[redacted:[a-z_]+\]?")
+_WHOLE_MARKER = re.compile(r"\[REDACTED:[A-Za-z_]+\]", re.IGNORECASE)
 
 # Canonical spelling of units, so "630 毫米" and "630mm" are the same statement.
 UNIT_ALIASES = {
@@ -175,16 +179,48 @@ def topic_key(tokens) -> str:
 
 
 def text_key(text: str) -> str:
-    """A statement's text without case, spaces or punctuation, hashed."""
-    norm = normalize(_REDACTION_MARKER.sub(" ", text))
+    """A statement's text without case, spaces or punctuation, hashed (a
+    marker's kind stays in it: "[REDACTED:email]" reads "redactedemail")."""
+    norm = normalize(text)
     compact = "".join(ch for ch in norm if ch.isalnum())
     return hashlib.sha256(compact.encode()).hexdigest()[:32]
 
 
+def mask_markers(text: str, fill: str = " ") -> str:
+    """``text`` (normalised) with each redaction marker overwritten by ``fill``,
+    character for character: offsets stay, and nothing reads inside a marker."""
+    return _REDACTION_MARKER.sub(lambda m: fill * len(m.group()), text)
+
+
+def _marker_spans(text: str) -> list[tuple[int, int]]:
+    return [m.span() for m in _WHOLE_MARKER.finditer(text)]
+
+
 def clean_statement(text: str) -> str:
     """Spaces collapsed and stray punctuation trimmed at both ends (what is
-    left after a trigger word is cut out of "不对，…")."""
-    return _SPACE.sub(" ", text).strip(_EDGE_PUNCTUATION)
+    left after a trigger word is cut out of "不对，…") -- never the brackets of
+    a redaction marker at either end ("是 [REDACTED:email]" keeps its "]")."""
+    text = _SPACE.sub(" ", text)
+    spans = _marker_spans(text)
+    start, end = 0, len(text)
+    while start < end and text[start] in _EDGE_PUNCTUATION and not any(a == start for a, _ in spans):
+        start += 1
+    while start < end and text[end - 1] in _EDGE_PUNCTUATION and not any(b == end for _, b in spans):
+        end -= 1
+    return text[start:end]
+
+
+def cut_text(text: str, limit: int) -> str:
+    """``text`` within ``limit`` characters, "…" marking a cut; a cut never
+    falls inside a redaction marker (the marker goes whole)."""
+    if len(text) <= limit:
+        return text
+    end = limit - 1
+    for a, b in _marker_spans(text):
+        if a < end < b:
+            end = a
+            break
+    return text[:end].rstrip() + "…"
 
 
 class Analysed:
@@ -195,16 +231,22 @@ class Analysed:
         self.norm = normalize(text)
 
     @cached_property
+    def masked(self) -> str:
+        """The normalised text with markers overwritten by "_": a marker's
+        "[", ":" and "]" end no clause, its words are no trigger."""
+        return mask_markers(self.norm, "_")
+
+    @cached_property
     def tokens(self) -> list[Token]:
-        return tokenize(_REDACTION_MARKER.sub(lambda m: " " * len(m.group()), self.norm))
+        return tokenize(mask_markers(self.norm))
 
     @cached_property
     def sentences(self) -> list[Span]:
-        return _split(self.norm, _SENTENCE_END)
+        return _split(self.masked, _SENTENCE_END)
 
     @cached_property
     def clauses(self) -> list[Span]:
-        return _split(self.norm, _CLAUSE_END)
+        return _split(self.masked, _CLAUSE_END)
 
     def is_question(self, sentence: Span) -> bool:
         return self.norm[sentence.start : sentence.end].rstrip().endswith("?")
@@ -248,7 +290,7 @@ def topic_tokens(text: str) -> list[str]:
 def query_tokens(text: str, limit: int) -> list[str]:
     """Content tokens of a tutor request's text for the relevance lookup
     (search mode: the short words inside long ones too), at most ``limit``."""
-    norm = normalize(_REDACTION_MARKER.sub(" ", text))
+    norm = mask_markers(normalize(text))
     return ordered_unique(t.text for t in tokenize(norm, search=True) if is_content(t))[:limit]
 
 

@@ -213,6 +213,7 @@ class AuditEvent(models.Model):
         CASE_REJECTED = "case_rejected"
         CASE_DISPUTED = "case_disputed"
         FACT_CHANGED = "fact_changed"
+        MEMORY_FORGOTTEN = "memory_forgotten"
         LESSON_CREATED = "lesson_created"
         LESSON_IMPORTED = "lesson_imported"
         LESSON_APPROVED = "lesson_approved"

@@ -390,6 +390,13 @@ CELERY_BEAT_SCHEDULE["purge-expired-memory"] = {
     "task": "corrections.tasks.purge_expired_memory",
     "schedule": 3600.0,
 }
+CORRECTIONS_DETECTION_SWEEP_INTERVAL = env_int("CORRECTIONS_DETECTION_SWEEP_INTERVAL", 60, minimum=1)
+CORRECTIONS_DETECTION_SWEEP_BATCH = env_int("CORRECTIONS_DETECTION_SWEEP_BATCH", 500, minimum=1)
+# Detections a broker outage kept in the outbox (corrections.services.dispatch).
+CELERY_BEAT_SCHEDULE["sweep-correction-detections"] = {
+    "task": "corrections.tasks.sweep_detections",
+    "schedule": float(CORRECTIONS_DETECTION_SWEEP_INTERVAL),
+}
 # --- LMS integration (LTI 1.3, tutor.lti; SPEC §12) ------------------------------
 # The tool's public base URL (https://tutor.example.edu): the launch URL the
 # platform posts to is {LTI_TOOL_URL}/lti/launch/. Unset: built from the request,

@@ -173,7 +173,7 @@ def _insert(*, user, course, session, message, source, detection: Detection, con
         source=source,
         type=detection.type,
         confidence=detection.confidence,
-        classifier=Classifier.MODEL if detection.classifier == "model" else Classifier.RULES,
+        classifier=Classifier(detection.classifier),
         topic=" ".join(tokens),
         topic_tokens=tokens,
         topic_key=topic_key(tokens),

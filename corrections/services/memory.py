@@ -8,9 +8,10 @@ for ``CORRECTIONS_NEGATIVE_TTL_SECONDS`` and never beyond it.
 
 from __future__ import annotations
 
+import uuid
 from datetime import datetime, timedelta
 
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import CharField, Value
 from django.db.models.functions import Cast, Concat
 from django.utils import timezone
@@ -18,6 +19,8 @@ from django.utils import timezone
 from corrections.conf import setting
 from corrections.models import Correction, CorrectionType, MemoryItem, MemoryTier, MemoryToken
 from corrections.text import jaccard, topic_key
+from tutor.audit import audit_record
+from tutor.models import AuditEvent
 
 
 def memory_tokens(item: MemoryItem, tokens) -> list[MemoryToken]:
@@ -89,25 +92,66 @@ def memory_remember(
         "course": course,
     }
     if existing is not None:
-        for name, value in fields.items():
-            setattr(existing, name, value)
-        existing.save(update_fields=[*fields, "updated_at"])
-        _set_tokens(existing, tokens, replace=True)
-        return existing
+        # Conditional: the owner may have forgotten it since it was read
+        # (``memory_forget`` commits its DELETE first). Then no row is
+        # refreshed and no token is written for it: it is remembered anew.
+        stamp = timezone.now()
+        if MemoryItem.objects.filter(pk=existing.pk).update(**fields, updated_at=stamp) == 1:
+            for name, value in {**fields, "updated_at": stamp}.items():
+                setattr(existing, name, value)
+            _set_tokens(existing, tokens, replace=True)
+            return existing
     item = MemoryItem.objects.create(user=user, tier=tier, kind=kind, session=session, **fields)
     _set_tokens(item, tokens, replace=False)
     return item
 
 
-def memory_forget(*, item: MemoryItem) -> None:
-    """Delete a session or user item at its owner's request. The corrections
-    that wrote it are kept as records, but no longer block the same words
-    from being remembered again (they counted once while remembered)."""
-    with transaction.atomic():
-        Correction.objects.filter(memory=item).update(
-            dedupe_key=Concat(Value("forgotten:"), Cast("id", output_field=CharField()))
+def _delete_own_item(*, item_id, user_id) -> int:
+    """One ``DELETE ... WHERE id = … AND user_id = …``; its row count is the
+    decision. Not through the ORM's collector: that reads the item first and
+    deletes by the id it read, so two concurrent forgets both "succeed".
+    Foreign keys (its tokens, the corrections naming it) are checked at
+    commit, when both are gone."""
+    meta = MemoryItem._meta
+    quote = connection.ops.quote_name
+    table, pk, owner = quote(meta.db_table), quote(meta.pk.column), quote(meta.get_field("user").column)
+    params = [meta.pk.get_db_prep_value(item_id, connection), user_id]
+    with connection.cursor() as cursor:
+        # Identifiers come from model metadata; the values are parameters.
+        cursor.execute(f"DELETE FROM {table} WHERE {pk} = %s AND {owner} = %s", params)  # noqa: S608
+        return cursor.rowcount
+
+
+def memory_forget(*, user, item_id: uuid.UUID) -> bool:
+    """Delete a session or user item at its owner's request (SPEC §5:
+    ``DELETE /api/memory/{id}/``); False when ``user`` has no such item.
+
+    A conditional transition: the one DELETE of the owner's row decides, so of
+    two concurrent forgets exactly one wins (the other waits for the row and
+    then deletes nothing: False, the same answer as for an unknown id) and
+    only the winner removes the item's tokens, releases its corrections and
+    writes the ``memory_forgotten`` audit row. The corrections that wrote it
+    are kept as records, but no longer block the same words from being
+    remembered again (they counted once while remembered). The audit row
+    keeps the item's tier and kind, not its words: forgetting forgets them."""
+    with transaction.atomic(durable=True):
+        known = MemoryItem.objects.filter(pk=item_id, user=user).values("tier", "kind", "course_id").first()
+        if known is None or _delete_own_item(item_id=item_id, user_id=user.pk) != 1:
+            return False
+        tokens, _ = MemoryToken.objects.filter(memory_id=item_id).delete()
+        Correction.objects.filter(memory_id=item_id).update(
+            memory=None, dedupe_key=Concat(Value("forgotten:"), Cast("id", output_field=CharField()))
         )
-        item.delete()
+        audit_record(
+            actor=user,
+            event=AuditEvent.Event.MEMORY_FORGOTTEN,
+            # The deleted row, as far as the record needs it (not its content).
+            target=MemoryItem(pk=item_id, tier=known["tier"], kind=known["kind"], content=""),
+            course=known["course_id"],
+            from_state=known["tier"],
+            extra={"kind": known["kind"], "tokens": tokens},
+        )
+    return True
 
 
 def memory_purge_expired(*, now: datetime | None = None) -> int:

@@ -10,9 +10,13 @@ import httpx
 import pytest
 
 from corrections.classifier import CLASSIFIER_RULES
+from corrections.detection import Detection, detect
 from corrections.models import Correction, Fact, MemoryItem
+from corrections.tasks import detect_correction
 from tests.corrections.conftest import RAINFALL_500, RAINFALL_QUESTION
-from tutor.models import ModelCall
+from tutor import llm
+from tutor.models import ModelCall, TutorMessage
+from tutor.redaction import redact
 
 CORRECTION = "不对，北京年均降雨量是 630mm 左右"
 
@@ -61,16 +65,73 @@ def test_the_model_may_say_it_is_no_correction(student, chat_for, settings):
     assert not Correction.objects.exists() and not MemoryItem.objects.exists()
 
 
+def out_of_shape(**fields) -> str:
+    return json.dumps({"type": "factual", "confidence": 0.8, "corrected_statement": "630mm", **fields})
+
+
+BAD_REPLIES = {
+    "not json": "not json at all",
+    "empty": "",
+    "a list": "[1, 2]",
+    "a string": '"factual"',
+    "null": "null",
+    "fenced junk": "```json\n{type: factual}\n```",
+    "no type": json.dumps({"confidence": 0.9}),
+    "unknown type": json.dumps({"type": "opinion", "confidence": 0.9}),
+    "type a list": out_of_shape(type=["factual"]),
+    "type an object": out_of_shape(type={"factual": 1}),
+    "no confidence": json.dumps({"type": "factual"}),
+    "confidence above 1": out_of_shape(confidence=7),
+    "confidence below 0": out_of_shape(confidence=-0.1),
+    "confidence a string": out_of_shape(confidence="0.8"),
+    "confidence true": out_of_shape(confidence=True),
+    "confidence null": out_of_shape(confidence=None),
+    "confidence NaN": '{"type": "factual", "confidence": NaN}',
+    "confidence Infinity": '{"type": "factual", "confidence": Infinity}',
+    "confidence 1e400": '{"type": "factual", "confidence": 1e400}',
+    "confidence a huge integer": '{"type": "factual", "confidence": 1' + "0" * 400 + "}",
+    "none with a confidence out of range": json.dumps({"type": "none", "confidence": 7}),
+    "statement a list": out_of_shape(corrected_statement=["630mm"]),
+    "statement nested junk": out_of_shape(corrected_statement={"a": {"b": [1, {"c": None}]}}),
+    "statement a number": out_of_shape(corrected_statement=630),
+    "statement huge": out_of_shape(corrected_statement="降" * 5000),
+    "reply huge": out_of_shape(padding="x" * 200_000),
+    "deep nesting": "[" * 100_000 + "]" * 100_000,
+    "HTTP 500": httpx.Response(500),
+    "HTTP 200, no completion": httpx.Response(200, content=b"<html>gateway</html>"),
+    "connection refused": httpx.ConnectError("connection refused"),
+}
+
+
+def rules_reading() -> Detection:
+    return detect(redact(CORRECTION).text, assistant=redact(RAINFALL_500).text)
+
+
+def assert_the_rules_decided(student) -> None:
+    rules = rules_reading()
+    correction = Correction.objects.get(user=student)
+    stored = (
+        correction.type,
+        correction.confidence,
+        tuple(correction.topic_tokens),
+        correction.original_statement,
+        correction.corrected_statement,
+        correction.statement_key,
+    )
+    assert stored == (
+        rules.type,
+        rules.confidence,
+        rules.topic,
+        rules.original_statement,
+        rules.corrected_statement,
+        rules.statement_key,
+    )
+    assert (correction.classifier, correction.tiers) == ("rules_fallback", ["system"])
+    assert Fact.objects.get().statement == "北京年均降雨量是 630mm 左右"
+
+
 @pytest.mark.django_db
-@pytest.mark.parametrize(
-    "failure",
-    [
-        "not json at all",
-        json.dumps({"type": "opinion", "confidence": 0.9}),
-        json.dumps({"type": "factual", "confidence": 7}),
-        httpx.Response(500),
-    ],
-)
+@pytest.mark.parametrize("failure", list(BAD_REPLIES.values()), ids=list(BAD_REPLIES))
 def test_the_rules_decide_when_the_model_fails(student, chat_for, settings, failure):
     settings.CORRECTIONS_LLM_CLASSIFIER = True
     settings.TUTOR_LLM_RETRIES = 0
@@ -78,9 +139,62 @@ def test_the_rules_decide_when_the_model_fails(student, chat_for, settings, fail
     chat.send(RAINFALL_QUESTION, reply=RAINFALL_500)
     chat.send(CORRECTION, then=[failure])
 
+    assert_the_rules_decided(student)
+    assert ModelCall.objects.filter(purpose="classification").count() == 1
+
+
+@pytest.mark.django_db
+def test_the_rules_decide_when_the_model_client_fails_unexpectedly(student, chat_for, settings):
+    settings.CORRECTIONS_LLM_CLASSIFIER = True
+    chat = chat_for(student)
+    chat.send(RAINFALL_QUESTION, reply=RAINFALL_500)
+    chat.send(CORRECTION, then=[RuntimeError("a bug under the client")])
+
+    assert_the_rules_decided(student)
+
+
+@pytest.mark.django_db
+def test_the_rules_decide_when_reading_the_reply_fails_unexpectedly(student, chat_for, settings, monkeypatch):
+    settings.CORRECTIONS_LLM_CLASSIFIER = True
+    chat = chat_for(student)
+    chat.send(RAINFALL_QUESTION, reply=RAINFALL_500)
+
+    def broken(text):
+        raise RuntimeError("a parser bug")
+
+    monkeypatch.setattr(llm, "parse_json_reply", broken)
+    chat.send(CORRECTION, then=[answer("factual", 0.75, "北京年均降雨量约 630mm")])
+
+    assert_the_rules_decided(student)
+
+
+@pytest.mark.django_db
+def test_the_detection_task_records_the_rules_reading_when_the_model_fails(student, chat_for, settings):
+    settings.CORRECTIONS_LLM_CLASSIFIER = True
+    settings.TUTOR_LLM_RETRIES = 0
+    chat = chat_for(student)
+    chat.send(RAINFALL_QUESTION, reply=RAINFALL_500)
+    chat.send(CORRECTION, then=["[" * 100_000 + "]" * 100_000])
+    Correction.objects.all().delete()
+    Fact.objects.all().delete()
+    message = TutorMessage.objects.filter(role="user").order_by("-position").first()
+    chat.fake_llm.reply("{oops")
+
+    assert detect_correction.apply(args=[str(message.pk)]).successful()
+
+    assert_the_rules_decided(student)
+
+
+@pytest.mark.django_db
+def test_the_models_statement_is_redacted_before_it_is_stored(student, chat_for, settings):
+    settings.CORRECTIONS_LLM_CLASSIFIER = True
+    chat = chat_for(student)
+    chat.send(RAINFALL_QUESTION, reply=RAINFALL_500)
+    chat.send(CORRECTION, then=[answer("factual", 0.75, "北京年均降雨量约 630mm，问 a.b@example.com")])
+
     correction = Correction.objects.get()
-    assert (correction.classifier, correction.confidence, correction.tiers) == ("rules", 0.9, ["system"])
-    assert Fact.objects.get().statement == "北京年均降雨量是 630mm 左右"
+    assert correction.classifier == "model"
+    assert correction.corrected_statement == "北京年均降雨量约 630mm，问 [REDACTED:email]"
 
 
 @pytest.mark.django_db

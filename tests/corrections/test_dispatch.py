@@ -1,0 +1,128 @@
+"""The detection outbox (SPEC §5: detection runs on every stored user message).
+
+A broker that cannot take the detection task after the message's commit
+leaves the message in the outbox (``UndispatchedDetection``); the sweep
+publishes it again once a sweep interval has passed, and the task, safe to
+run twice, records the correction once.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+from kombu.exceptions import OperationalError
+
+from corrections.models import Correction, Fact, UndispatchedDetection
+from corrections.services.dispatch import detections_sweep
+from corrections.tasks import detect_correction, sweep_detections
+from tests.corrections.conftest import RAINFALL_500, RAINFALL_QUESTION
+from tutor.models import TutorMessage
+
+CORRECTION = "不对，北京年均降雨量是 630mm 左右"
+
+
+class Broker:
+    """``detect_correction.delay`` as a broker that is down until ``up()``."""
+
+    def __init__(self, monkeypatch):
+        self.down = True
+        self.published: list[tuple] = []
+        real = detect_correction.delay
+
+        def delay(*args):
+            if self.down:
+                raise OperationalError("Error 111 connecting to 127.0.0.1:6390. Connection refused.")
+            self.published.append(args)
+            return real(*args)
+
+        monkeypatch.setattr(detect_correction, "delay", delay)
+
+    def up(self) -> None:
+        self.down = False
+
+
+@pytest.fixture
+def broker(monkeypatch):
+    return Broker(monkeypatch)
+
+
+def later(seconds: float):
+    return timezone.now() + timedelta(seconds=seconds)
+
+
+@pytest.mark.django_db
+def test_a_detection_the_broker_refused_is_kept_and_sent_by_the_sweep(student, chat_for, broker, settings):
+    chat = chat_for(student)
+    broker.up()
+    chat.send(RAINFALL_QUESTION, reply=RAINFALL_500)
+    broker.down = True
+
+    chat.send(CORRECTION)  # the exchange succeeds; the detection cannot be published
+
+    assert not Correction.objects.exists()
+    kept = UndispatchedDetection.objects.get()
+    message = TutorMessage.objects.get(content=CORRECTION)
+    assert (kept.message_id, kept.failures) == (message.pk, 1)
+    assert kept.correlation_id == message.correlation_id
+
+    broker.up()
+    # Not before a sweep interval has passed since the failure.
+    assert detections_sweep(now=later(1)) == {"published": 0, "failed": 0}
+    assert detections_sweep(now=later(settings.CORRECTIONS_DETECTION_SWEEP_INTERVAL + 1)) == {
+        "published": 1,
+        "failed": 0,
+    }
+
+    assert not UndispatchedDetection.objects.exists()
+    correction = Correction.objects.get()
+    assert (correction.message_id, correction.tiers) == (message.pk, ["system"])
+    assert Fact.objects.get().statement == "北京年均降雨量是 630mm 左右"
+    assert broker.published[-1] == (str(message.pk), message.correlation_id)
+
+
+@pytest.mark.django_db
+def test_a_sweep_while_the_broker_is_still_down_keeps_the_row(student, chat_for, broker, settings):
+    chat_for(student).send(CORRECTION)
+    interval = settings.CORRECTIONS_DETECTION_SWEEP_INTERVAL
+
+    assert detections_sweep(now=later(interval + 1)) == {"published": 0, "failed": 1}
+
+    kept = UndispatchedDetection.objects.get()
+    assert kept.failures == 2
+    # The failed retry counts as the last failure: the next try waits a whole interval again.
+    assert detections_sweep(now=later(interval + 2)) == {"published": 0, "failed": 0}
+    broker.up()
+    assert detections_sweep(now=later(2 * interval + 2))["published"] == 1
+    assert Correction.objects.count() == 1
+
+
+@pytest.mark.django_db
+def test_a_repeat_after_the_detection_ran_writes_nothing_twice(student, chat_for, broker, settings):
+    chat_for(student).send(CORRECTION)
+    message = TutorMessage.objects.get(content=CORRECTION)
+    broker.up()
+    detect_correction.apply(args=[str(message.pk)])  # e.g. the failed publish did reach the broker
+
+    assert detections_sweep(now=later(settings.CORRECTIONS_DETECTION_SWEEP_INTERVAL + 1))["published"] == 1
+
+    assert Correction.objects.count() == 1 and not UndispatchedDetection.objects.exists()
+
+
+@pytest.mark.django_db
+def test_a_published_detection_leaves_no_outbox_row(student, chat_for, broker):
+    broker.up()
+    chat_for(student).send(CORRECTION)
+
+    assert Correction.objects.count() == 1
+    assert not UndispatchedDetection.objects.exists()
+
+
+@pytest.mark.django_db
+def test_the_sweep_is_scheduled_and_runs_as_a_task(settings, broker):
+    entry = settings.CELERY_BEAT_SCHEDULE["sweep-correction-detections"]
+
+    assert entry["task"] == sweep_detections.name
+    assert entry["schedule"] == float(settings.CORRECTIONS_DETECTION_SWEEP_INTERVAL)
+    assert sweep_detections.apply().get() == {"published": 0, "failed": 0}
