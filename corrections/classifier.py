@@ -18,7 +18,7 @@ import math
 
 from corrections.conf import setting
 from corrections.detection import STATEMENT_MAX_CHARS, Detection
-from corrections.text import Analysed, clean_statement
+from corrections.text import Analysed, clean_statement, cut_text
 from tutor import llm
 from tutor.fencing import fence
 from tutor.redaction import redact
@@ -131,7 +131,11 @@ def read_reply(reply: str, rules: Detection) -> Detection | None:
     if not isinstance(statement, str) or len(statement) > STATEMENT_MAX_CHARS:
         raise OutOfShape(f"corrected_statement is no string of at most {STATEMENT_MAX_CHARS} characters")
     # The model's words are stored as the user's are: redacted (SPEC §5).
-    statement = clean_statement(redact(statement).text) or rules.corrected_statement
+    # Redaction lengthens a text ("a@b.co" -> "[REDACTED:email]"): the bound
+    # holds for what is stored, cut without splitting a marker.
+    statement = (
+        cut_text(clean_statement(redact(statement).text), STATEMENT_MAX_CHARS) or rules.corrected_statement
+    )
     quantity = rules.quantity
     if statement != rules.corrected_statement:
         found = Analysed(statement).quantities_in()

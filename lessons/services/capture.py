@@ -134,7 +134,11 @@ def lessons_capture_from_attempt(*, attempt_id) -> list[Lesson]:
     criteria = attempt.rubric.criteria
     failing_shown = student_result(failing.result, criteria)
     passing_shown = student_result(attempt.result, criteria)
-    next_step = _unless_stand_in(failing_shown.get("next_step") or "")
+    # A next step is the model's free text: under a rubric with hidden checks
+    # it may quote one (a line of a hidden CI log, a file it names) in words no
+    # term list catches, and a draft is shown to other students' tutors.
+    hidden_rubric = any(is_hidden(c) for c in criteria)
+    next_step = "" if hidden_rubric else _unless_stand_in(failing_shown.get("next_step") or "")
     created = []
     for before, after in fixed_criteria(failing_shown, passing_shown, criteria):
         before = {**before, "evidence": _unless_stand_in(before.get("evidence") or "")}

@@ -10,7 +10,7 @@ import httpx
 import pytest
 
 from corrections.classifier import CLASSIFIER_RULES
-from corrections.detection import Detection, detect
+from corrections.detection import STATEMENT_MAX_CHARS, Detection, detect
 from corrections.models import Correction, Fact, MemoryItem
 from corrections.tasks import detect_correction
 from tests.corrections.conftest import RAINFALL_500, RAINFALL_QUESTION
@@ -94,7 +94,7 @@ BAD_REPLIES = {
     "statement a list": out_of_shape(corrected_statement=["630mm"]),
     "statement nested junk": out_of_shape(corrected_statement={"a": {"b": [1, {"c": None}]}}),
     "statement a number": out_of_shape(corrected_statement=630),
-    "statement huge": out_of_shape(corrected_statement="降" * 5000),
+    "statement too long": out_of_shape(corrected_statement="x" * 1001),
     "reply huge": out_of_shape(padding="x" * 200_000),
     "deep nesting": "[" * 100_000 + "]" * 100_000,
     "HTTP 500": httpx.Response(500),
@@ -195,6 +195,22 @@ def test_the_models_statement_is_redacted_before_it_is_stored(student, chat_for,
     correction = Correction.objects.get()
     assert correction.classifier == "model"
     assert correction.corrected_statement == "北京年均降雨量约 630mm，问 [REDACTED:email]"
+
+
+@pytest.mark.django_db
+def test_the_models_statement_stays_within_its_bound_once_redacted(student, chat_for, settings):
+    settings.CORRECTIONS_LLM_CLASSIFIER = True
+    chat = chat_for(student)
+    chat.send(RAINFALL_QUESTION, reply=RAINFALL_500)
+    addresses = " ".join(f"u{i}@b.co" for i in range(100))  # 889 characters, 1,699 once redacted
+    chat.send(CORRECTION, then=[answer("factual", 0.75, f"630mm {addresses}")])
+
+    correction = Correction.objects.get()
+    assert correction.classifier == "model"
+    stored = correction.corrected_statement
+    assert len(stored) <= STATEMENT_MAX_CHARS and "@" not in stored
+    assert stored.startswith("630mm [REDACTED:email] ") and stored.endswith("…")
+    assert "[REDACTED:email" not in stored.replace("[REDACTED:email]", "")  # no marker cut in two
 
 
 @pytest.mark.django_db

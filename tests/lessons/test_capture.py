@@ -300,3 +300,35 @@ def test_a_next_step_quoting_a_hidden_check_never_reaches_a_draft(fake_llm):
     assert "What fixed it" not in lesson.body and "hidden check" not in lesson.body
     # The visible log of a rubric without a hidden CI check is still a symptom.
     assert lesson.symptoms == ["CI failed with exit code 1", "1 failing", HIDDEN_LOG]
+
+
+@pytest.mark.django_db
+def test_under_a_hidden_check_a_next_step_quoting_a_line_of_its_log_never_reaches_a_draft(fake_llm):
+    task, student, service = hidden_course(
+        "hidden-quote-101",
+        [
+            {"id": "A1", "kind": "acceptance", "text": "CI passes", "check": {"type": "ci_passed"}},
+            {"id": "A3", "kind": "acceptance", "text": "Explains it", "check": {"type": "semantic"}},
+            {
+                "id": "H1",
+                "kind": "acceptance",
+                "text": "Hidden tests pass",
+                "check": {"type": "ci_passed"},
+                "visibility": "hidden",
+            },
+        ],
+    )
+
+    def review(next_step):
+        verdict = {"rubric_id": "A3", "status": "PASS", "reason": "explains it", "evidence": "first"}
+        return json.dumps({"verdicts": [verdict], "next_step": next_step})
+
+    # Part of the hidden log, not all of it: no whole-evidence match catches it.
+    fake_llm.reply(review("In hidden/answer.spec.js it expected 42: return 42"), review("Keep going"))
+    ci_submit(service, task, student, passed=False, report="first() returns nothing")
+    ci_submit(service, task, student, passed=True, report="first() returns 42")
+
+    [lesson] = Lesson.objects.filter(source="review")
+    assert lesson.source_rubric_id == "A1"
+    assert "answer.spec.js" not in stored_text(lesson) and "expected 42" not in stored_text(lesson)
+    assert "What fixed it" not in lesson.body
