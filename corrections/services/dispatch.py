@@ -56,7 +56,8 @@ def detections_sweep(*, now: datetime | None = None) -> dict:
     ``CORRECTIONS_DETECTION_SWEEP_INTERVAL``, oldest first, at most
     ``CORRECTIONS_DETECTION_SWEEP_BATCH``. Each row is claimed by a
     conditional UPDATE of its ``failed_at`` (two sweeps never publish one
-    row twice); published → deleted, failed again → kept, one more failure."""
+    row twice); published → deleted, failed again → kept, one more failure,
+    and the sweep stops there (the broker is down: the rest wait their turn)."""
     now = now or timezone.now()
     due = now - timedelta(seconds=setting("CORRECTIONS_DETECTION_SWEEP_INTERVAL"))
     rows = list(
@@ -78,4 +79,7 @@ def detections_sweep(*, now: datetime | None = None) -> dict:
         else:
             mine.update(failures=F("failures") + 1)
             failed += 1
+            # The broker is still down: the other rows would each wait out the
+            # same connection timeout for nothing. They keep their place.
+            break
     return {"published": published, "failed": failed}

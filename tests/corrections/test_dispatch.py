@@ -99,6 +99,23 @@ def test_a_sweep_while_the_broker_is_still_down_keeps_the_row(student, chat_for,
 
 
 @pytest.mark.django_db
+def test_a_sweep_stops_at_the_first_publish_the_broker_still_refuses(student, chat_for, broker, settings):
+    chat = chat_for(student)
+    for text in (CORRECTION, "I prefer short answers.", "我希望回答简短一些"):
+        chat.send(text)
+    assert UndispatchedDetection.objects.count() == 3
+    interval = settings.CORRECTIONS_DETECTION_SWEEP_INTERVAL
+
+    assert detections_sweep(now=later(interval + 1)) == {"published": 0, "failed": 1}
+
+    assert sorted(UndispatchedDetection.objects.values_list("failures", flat=True)) == [1, 1, 2]
+    broker.up()
+    assert detections_sweep(now=later(interval + 2)) == {"published": 2, "failed": 0}  # the two that waited
+    assert detections_sweep(now=later(2 * interval + 2)) == {"published": 1, "failed": 0}
+    assert not UndispatchedDetection.objects.exists()
+
+
+@pytest.mark.django_db
 def test_a_repeat_after_the_detection_ran_writes_nothing_twice(student, chat_for, broker, settings):
     chat_for(student).send(CORRECTION)
     message = TutorMessage.objects.get(content=CORRECTION)
