@@ -36,7 +36,7 @@ from tutor.redaction import redact_text
 LESSON_QUARANTINE_HARMFUL = 3
 # A global lesson serves every course: the marks of one course alone must not
 # withdraw it from all of them (a superuser decides).
-LESSON_GLOBAL_QUARANTINE_COURSES = 2
+LESSON_GLOBAL_QUARANTINE_COURSES = 1
 
 Event = AuditEvent.Event
 
@@ -198,11 +198,13 @@ def lesson_quarantine_if_harmful(*, lesson_id, course_id, actor) -> bool:
     quarantine (and audit) once.
 
     Rule: an injected lesson with harmful ≥ ``LESSON_QUARANTINE_HARMFUL`` (3)
-    and harmful > helpful is quarantined. A global lesson (no course) is
+    and harmful > helpful is quarantined. A deployment whose course teams
+    share global lessons may raise ``LESSON_GLOBAL_QUARANTINE_COURSES``
+    (default 1: the SPEC rule as it is): a global lesson (no course) is then
     quarantined automatically only when its harmful marks come from signal
-    attempts of at least ``LESSON_GLOBAL_QUARANTINE_COURSES`` (2) distinct
-    courses; otherwise it stays injected and waits in the admin queue
-    "Harmful global lessons" for a superuser. The caller's UPDATE of the
+    attempts of at least that many distinct courses; otherwise it stays
+    injected and waits in the admin queue "Harmful global lessons" for a
+    superuser. The caller's UPDATE of the
     counter holds the lesson's row lock (PostgreSQL), so a concurrent mark
     from another course counts its courses after this one committed.
     ``course_id`` is the lesson's (None: global), which never changes.

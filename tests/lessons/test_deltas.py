@@ -355,6 +355,13 @@ def harmful_from(course_task, count):
 
 
 @pytest.fixture
+def held_globals(settings):
+    """A deployment sharing global lessons between course teams: one course's
+    marks alone do not withdraw one (the default follows SPEC §6 as it is)."""
+    settings.LESSON_GLOBAL_QUARANTINE_COURSES = 2
+
+
+@pytest.fixture
 def se_marks(course, student, task, staff):
     return (task, student, staff)
 
@@ -374,7 +381,7 @@ def used_by(lesson, *course_tasks):
 
 
 @pytest.mark.django_db
-def test_one_course_cannot_quarantine_a_global_lesson(se_marks, superuser):
+def test_one_course_cannot_quarantine_a_global_lesson(se_marks, superuser, held_globals):
     lesson = make_lesson(course=None)
     used_by(lesson, se_marks)
 
@@ -391,7 +398,7 @@ def test_one_course_cannot_quarantine_a_global_lesson(se_marks, superuser):
 
 
 @pytest.mark.django_db
-def test_two_courses_quarantine_a_global_lesson(se_marks, other_marks):
+def test_two_courses_quarantine_a_global_lesson(se_marks, other_marks, held_globals):
     lesson = make_lesson(course=None)
     used_by(lesson, se_marks, other_marks)
 
@@ -406,7 +413,9 @@ def test_two_courses_quarantine_a_global_lesson(se_marks, other_marks):
 
 
 @pytest.mark.django_db
-def test_a_global_lesson_marked_from_two_courses_but_not_enough_stays_injected(se_marks, other_marks):
+def test_a_global_lesson_marked_from_two_courses_but_not_enough_stays_injected(
+    se_marks, other_marks, held_globals
+):
     lesson = make_lesson(course=None)
     used_by(lesson, se_marks, other_marks)
 
@@ -418,8 +427,7 @@ def test_a_global_lesson_marked_from_two_courses_but_not_enough_stays_injected(s
 
 
 @pytest.mark.django_db
-def test_the_number_of_courses_is_a_setting(se_marks, settings):
-    settings.LESSON_GLOBAL_QUARANTINE_COURSES = 1
+def test_by_default_three_harmful_marks_of_one_course_quarantine_a_global_lesson(se_marks):
     lesson = make_lesson(course=None)
     used_by(lesson, se_marks)
 
@@ -445,7 +453,7 @@ def test_a_course_lesson_is_still_quarantined_by_its_own_course_alone(course, se
 
 
 @pytest.mark.django_db
-def test_course_staff_get_no_harmful_global_queue(se_marks, staff):
+def test_course_staff_get_no_harmful_global_queue(se_marks, staff, held_globals):
     lesson = make_lesson(course=None)
     used_by(lesson, se_marks)
     harmful_from(se_marks, 3)(lesson)
