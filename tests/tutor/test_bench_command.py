@@ -14,12 +14,13 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.core.management.base import CommandError
-from django.db import transaction
+from django.db import connection, transaction
 from rest_framework.authtoken.models import Token
 
 from corrections.models import Fact, FactToken, MemoryItem, MemoryToken
 from feedback.models import AttemptStatus, Counter, ReviewAttempt, Submission
 from feedback.services.sequences import next_seq
+from lessons.models import Lesson
 from tests.factories import client_for, make_attempt, make_course, make_submission
 from tutor.models import Course, Enrollment, Rubric, Task, TutorMessage, TutorSession
 
@@ -133,6 +134,32 @@ def test_seeded_rows_are_realistic_histories(db):
     session = TutorSession.objects.get(task__course__slug="bench")
     assert session.message_count == TutorMessage.objects.filter(session=session).count() == 30
     assert Enrollment.objects.filter(course__slug="bench", role=Enrollment.Role.STUDENT).count() == 5
+
+
+def planner_row_estimate(table: str) -> int | None:
+    """How many rows the planner believes ``table`` has (what ANALYZE last
+    saw); None when it has no statistics of it."""
+    with connection.cursor() as cursor:
+        if connection.vendor == "sqlite":
+            cursor.execute("SELECT count(*) FROM sqlite_master WHERE name = 'sqlite_stat1'")
+            if not cursor.fetchone()[0]:
+                return None
+            cursor.execute("SELECT stat FROM sqlite_stat1 WHERE tbl = %s AND idx IS NOT NULL", [table])
+            row = cursor.fetchone()
+            return int(row[0].split()[0]) if row else None
+        cursor.execute("SELECT reltuples FROM pg_class WHERE relname = %s", [table])
+        row = cursor.fetchone()
+        return int(row[0]) if row and row[0] >= 0 else None
+
+
+def test_the_measured_plans_have_the_statistics_of_the_seeded_rows(db):
+    """Measured after ANALYZE, as production runs (autovacuum; the hourly
+    SQLite optimisation): without statistics SQLite reads every fact of the
+    course through the (course, status) index."""
+    run_bench(*TINY, "--keep")
+
+    assert planner_row_estimate("corrections_fact") == Fact.objects.count() == 40
+    assert planner_row_estimate("lessons_lesson") == Lesson.objects.count() == 50
 
 
 def test_without_keep_nothing_is_left_behind(db):
