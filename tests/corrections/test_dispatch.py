@@ -116,6 +116,39 @@ def test_a_sweep_stops_at_the_first_publish_the_broker_still_refuses(student, ch
 
 
 @pytest.mark.django_db
+def test_a_row_another_sweep_claimed_meanwhile_is_left_to_it(
+    student, chat_for, broker, settings, monkeypatch
+):
+    chat = chat_for(student)
+    for text in ("I prefer short answers.", "我希望回答简短一些"):
+        chat.send(text)
+    first, second = UndispatchedDetection.objects.order_by("failed_at").values_list("message_id", flat=True)
+    now = later(settings.CORRECTIONS_DETECTION_SWEEP_INTERVAL + 1)
+    broker.up()
+    real = detect_correction.delay
+    inner = []
+
+    def delay(*args):
+        # While this sweep publishes its first row, another sweep runs over
+        # the second (read here, not claimed yet) and fails to publish it.
+        if not inner:
+            inner.append(None)
+            broker.down = True
+            inner[0] = detections_sweep(now=now)
+            broker.down = False
+        return real(*args)  # the broker's: it records the publish
+
+    monkeypatch.setattr(detect_correction, "delay", delay)
+    outer = detections_sweep(now=now)
+
+    assert inner == [{"published": 0, "failed": 1}] and outer == {"published": 1, "failed": 0}
+    assert [args[0] for args in broker.published] == [str(first)]
+    # The other sweep's failure stands: the row waits a whole interval, not re-sent at once.
+    assert UndispatchedDetection.objects.get().message_id == second
+    assert UndispatchedDetection.objects.get().failures == 2
+
+
+@pytest.mark.django_db
 def test_a_repeat_after_the_detection_ran_writes_nothing_twice(student, chat_for, broker, settings):
     chat_for(student).send(CORRECTION)
     message = TutorMessage.objects.get(content=CORRECTION)
