@@ -189,6 +189,15 @@ def chat(
                     status=ModelCall.Status.BAD_RESPONSE, error=f"{type(exc).__name__}: {exc}",
                 )  # fmt: skip
                 raise ModelUnavailable(f"the model provider sent an unreadable response: {exc}") from None
+            except Exception as exc:
+                # A fault under the client (a transport or TLS library bug): the
+                # call still leaves its row, and the caller sees an outage, not a 500.
+                log.exception("model client failed under the transport")
+                _record(
+                    purpose, correlation_id, messages, started, course_id,
+                    status=ModelCall.Status.BAD_RESPONSE, error=f"{type(exc).__name__}: {exc}",
+                )  # fmt: skip
+                raise ModelUnavailable(f"the model client failed: {type(exc).__name__}") from None
             text = response.text
             if response.status_code != 200:
                 last_error = f"HTTP {response.status_code}"

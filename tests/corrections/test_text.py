@@ -25,6 +25,11 @@ def test_spec_examples_give_one_topic(text):
     assert topic_tokens(text) == RAINFALL
 
 
+@pytest.mark.parametrize("text", ["北京年均降雨量写 630mm 就行", "北京年均降雨量按 630mm 即可"])
+def test_closing_particles_are_no_topic_words(text):
+    assert topic_tokens(text) == RAINFALL
+
+
 def test_english_topic_leaves_out_stop_words_numbers_and_units():
     assert topic_tokens("Actually, the average annual rainfall in Beijing is 630 mm.") == [
         "average",

@@ -344,3 +344,15 @@ def test_interruption_during_model_call_is_not_swallowed(fake_llm, student, task
         review(student, task, evidence())
     # The attempt stays running; the sweep recovers it (see test_services).
     assert ReviewAttempt.objects.get().status == AttemptStatus.RUNNING
+
+
+def test_a_fault_under_the_client_is_unavailable_and_leaves_its_row(fake_llm, student, task):
+    fake_llm.reply(RuntimeError("a bug in the transport"))
+
+    attempt = review(student, task, evidence())
+
+    assert attempt.status == AttemptStatus.UNAVAILABLE
+    assert attempt.error_code == ErrorCode.REVIEW_UNAVAILABLE
+    call = ModelCall.objects.get()
+    assert call.status == ModelCall.Status.BAD_RESPONSE
+    assert call.error == "RuntimeError: a bug in the transport"

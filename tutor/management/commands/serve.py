@@ -55,7 +55,8 @@ def maintain_once() -> None:
 class Command(DomainCommand):
     help = (
         "Run the web server (gunicorn with tutor/gunicorn_conf.py); in the embedded mode (no "
-        "REDIS_URL) also run the periodic sweep of review attempts and tutor reply claims."
+        "REDIS_URL) also run on a thread what beat would: the sweep of review attempts and tutor "
+        "reply claims, the LMS score sweep and the hourly SQLite statistics refresh."
     )
 
     def add_arguments(self, parser):
