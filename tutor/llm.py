@@ -23,6 +23,7 @@ import time
 from datetime import timedelta
 
 import httpx
+from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
 from django.utils import timezone
 
@@ -189,6 +190,8 @@ def chat(
                     status=ModelCall.Status.BAD_RESPONSE, error=f"{type(exc).__name__}: {exc}",
                 )  # fmt: skip
                 raise ModelUnavailable(f"the model provider sent an unreadable response: {exc}") from None
+            except SoftTimeLimitExceeded:
+                raise  # the worker's time limit, not the client's fault: the review ends TIME_LIMIT
             except Exception as exc:
                 # A fault under the client (a transport or TLS library bug): the
                 # call still leaves its row, and the caller sees an outage, not a 500.
