@@ -10,7 +10,7 @@ import pytest
 from django.db import transaction
 from django.utils import timezone
 
-from lessons.models import Lesson, LessonKind, LessonSource, LessonStatus
+from lessons.models import Lesson, LessonKind, LessonSource, LessonStatus, RecallTrace
 from lessons.services.store import lesson_insert
 from tests.factories import client_for, enroll, make_course, make_task
 from tutor.models import Enrollment
@@ -120,3 +120,17 @@ def bulk_lessons(course, count: int, *, tags=("unrelated",), symptoms=("nothing 
 def errors(response) -> dict:
     """The error shape's field messages, ``{attr: detail}``."""
     return {e["attr"]: e["detail"] for e in response.json()["errors"]}
+
+
+def make_trace(*, student, task, correlation_id: str = "c", **fields) -> RecallTrace:
+    """A stored recall trace of ``student`` on ``task`` with nothing in it
+    unless ``fields`` say so."""
+    blank = {"context": {}, "params": {}, "lines": [], "counts": {}, "omitted": {}, "used_tokens": 0}
+    return RecallTrace.objects.create(
+        correlation_id=correlation_id,
+        course=task.course,
+        student=student,
+        task=task,
+        budget_tokens=800,
+        **{**blank, **fields},
+    )

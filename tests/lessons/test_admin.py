@@ -10,7 +10,7 @@ from django.urls import reverse
 
 from lessons.models import Lesson, LessonStatus, RecalledLesson, RecallTrace, SkillCandidate
 from lessons.services.lifecycle import lesson_approve
-from tests.lessons.conftest import make_lesson
+from tests.lessons.conftest import make_lesson, make_trace
 from tutor.models import AuditEvent
 
 
@@ -230,19 +230,7 @@ def test_changelist_queries_do_not_grow_with_rows(
         for _ in range(n):
             lesson = make_lesson(course=course, status=LessonStatus.PENDING)
             SkillCandidate.objects.create(lesson=lesson, hit_count=3)
-            RecallTrace.objects.create(
-                correlation_id="c",
-                course=course,
-                student=student,
-                task=task,
-                context={},
-                params={},
-                lines=[],
-                counts={"recalled": 0},
-                omitted={},
-                used_tokens=0,
-                budget_tokens=800,
-            )
+            make_trace(student=student, task=task, counts={"recalled": 0})
 
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
@@ -268,19 +256,7 @@ def test_a_superusers_changelist_counts_at_most_the_cap(course, task, student, s
     for _ in range(6):
         lesson = make_lesson(course=course, status=LessonStatus.PENDING)
         SkillCandidate.objects.create(lesson=lesson, hit_count=3)
-        RecallTrace.objects.create(
-            correlation_id="c",
-            course=course,
-            student=student,
-            task=task,
-            context={},
-            params={},
-            lines=[],
-            counts={},
-            omitted={},
-            used_tokens=0,
-            budget_tokens=800,
-        )
+        make_trace(student=student, task=task)
     url = reverse(f"admin:lessons_{model}_changelist") + ("?queue=all" if model == "lesson" else "")
 
     with CaptureQueriesContext(connection) as queries:

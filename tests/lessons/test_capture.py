@@ -226,6 +226,12 @@ def ci_submit(service, task, student, *, passed: bool, report: str):
     return response.json()["id"]
 
 
+def a3_passes(next_step: str) -> str:
+    """The model's review: A3 passes, with ``next_step``."""
+    verdict = {"rubric_id": "A3", "status": "PASS", "reason": "explains it", "evidence": "first"}
+    return json.dumps({"verdicts": [verdict], "next_step": next_step})
+
+
 def stored_text(lesson: Lesson) -> str:
     return " ".join([lesson.title, lesson.body, *lesson.symptoms, *lesson.tags])
 
@@ -285,11 +291,7 @@ def test_a_next_step_quoting_a_hidden_check_never_reaches_a_draft(fake_llm):
         ],
     )
 
-    def review(next_step):
-        verdict = {"rubric_id": "A3", "status": "PASS", "reason": "explains it", "evidence": "first"}
-        return json.dumps({"verdicts": [verdict], "next_step": next_step})
-
-    fake_llm.reply(review(f"Cover the {HIDDEN_TERM} case, then rerun CI"), review("Keep going"))
+    fake_llm.reply(a3_passes(f"Cover the {HIDDEN_TERM} case, then rerun CI"), a3_passes("Keep going"))
     failing_id = ci_submit(service, task, student, passed=False, report="first() returns undefined")
     ci_submit(service, task, student, passed=True, report=f"first() returns undefined {HIDDEN_TERM}")
 
@@ -319,12 +321,8 @@ def test_under_a_hidden_check_a_next_step_quoting_a_line_of_its_log_never_reache
         ],
     )
 
-    def review(next_step):
-        verdict = {"rubric_id": "A3", "status": "PASS", "reason": "explains it", "evidence": "first"}
-        return json.dumps({"verdicts": [verdict], "next_step": next_step})
-
     # Part of the hidden log, not all of it: no whole-evidence match catches it.
-    fake_llm.reply(review("In hidden/answer.spec.js it expected 42: return 42"), review("Keep going"))
+    fake_llm.reply(a3_passes("In hidden/answer.spec.js it expected 42: return 42"), a3_passes("Keep going"))
     ci_submit(service, task, student, passed=False, report="first() returns nothing")
     ci_submit(service, task, student, passed=True, report="first() returns 42")
 

@@ -11,9 +11,9 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
-from lessons.models import DeltaBump, Lesson, LessonStatus, RecalledLesson, RecallTrace
+from lessons.models import DeltaBump, Lesson, LessonStatus, RecalledLesson
 from tests.factories import client_for, criterion_entry, enroll, make_attempt, make_submission, review_result
-from tests.lessons.conftest import errors, make_lesson
+from tests.lessons.conftest import errors, make_lesson, make_trace
 from tutor.models import AuditEvent, Enrollment
 
 URL = "/api/lessons/deltas/"
@@ -38,19 +38,7 @@ def send(client, attempt, *deltas):
 
 def recalled_for(lesson, student, task):
     """A stored recall trace showing ``lesson`` recalled for the student and task."""
-    trace = RecallTrace.objects.create(
-        correlation_id="cid",
-        course=task.course,
-        student=student,
-        task=task,
-        context={},
-        params={},
-        lines=[],
-        counts={},
-        omitted={},
-        used_tokens=lesson.tokens,
-        budget_tokens=800,
-    )
+    trace = make_trace(student=student, task=task, correlation_id="cid", used_tokens=lesson.tokens)
     RecalledLesson.objects.create(trace=trace, lesson=lesson, rank=1)
 
 

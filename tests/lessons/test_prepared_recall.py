@@ -17,7 +17,7 @@ from lessons import selectors
 from lessons.models import Lesson, LessonHit, LessonStatus, RecallTrace
 from lessons.recall import RecallParams, recall
 from lessons.selectors import lessons_recall
-from tests.lessons.conftest import make_lesson
+from tests.lessons.conftest import make_lesson, make_trace
 from tests.lessons.test_recall import ctx, decisions, row, run
 from tests.tutor.test_context import open_session, send
 from tutor.models import TutorSession
@@ -71,20 +71,7 @@ def as_rows(rows) -> list:
 def used_session(course, task, student, library):
     """A tutor session that has already used the library's first lesson."""
     session = TutorSession.objects.create(student=student, task=task)
-    trace = RecallTrace.objects.create(
-        correlation_id="earlier",
-        course=course,
-        student=student,
-        task=task,
-        session=session,
-        context={},
-        params={},
-        lines=[],
-        counts={},
-        omitted={},
-        used_tokens=0,
-        budget_tokens=800,
-    )
+    trace = make_trace(student=student, task=task, correlation_id="earlier", session=session)
     LessonHit.objects.create(lesson=library[0], session=session, trace=trace)
     return session
 
