@@ -35,6 +35,24 @@ from corrections.models import (
 from corrections.text import jaccard
 from tutor import access
 from tutor.models import TutorMessage
+from tutor.prepared import PreparedQuery
+
+# --- detection ---------------------------------------------------------------------------
+
+
+def user_message_text_queryset(*, message_id):
+    return TutorMessage.objects.filter(pk=message_id, role=TutorMessage.Role.USER).values("content")[:1]
+
+
+# Read for every user message (SPEC §5): compiled once per process, like the tutor's own reads.
+USER_MESSAGE_TEXT = PreparedQuery(user_message_text_queryset, message_id="uuid")
+
+
+def user_message_text(message_id) -> str | None:
+    """The text of a stored user message, or None (no such message, or not the user's)."""
+    row = USER_MESSAGE_TEXT.first(message_id=message_id)
+    return row["content"] if row else None
+
 
 # --- routing -----------------------------------------------------------------------------
 

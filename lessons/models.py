@@ -168,19 +168,26 @@ class Lesson(models.Model):
 
 
 class LessonKey(models.Model):
-    """One normalized tag or symptom of a lesson: what makes recall one
-    indexed query (``lessons.selectors``). Written with the lesson, never
-    changed (no delta rewrites content)."""
+    """One normalized tag, pair of tags or symptom of a lesson: what makes
+    recall one indexed query (``lessons.selectors``). Written with the
+    lesson, never changed (no delta rewrites content).
+
+    A tag pair (two of the lesson's tags, in order, joined by
+    ``lessons.text.BOUNDARY``) lets recall find the lessons sharing at least
+    two of a task's tags without reading every lesson that shares one: with
+    three or more task tags a single tag cannot reach the floor alone."""
 
     class Kind(models.TextChoices):
         TAG = "tag"
         SYMPTOM = "symptom"
+        TAG_PAIR = "tag_pair"
 
     lesson = models.ForeignKey(Lesson, on_delete=models.CASCADE, related_name="keys")
     # The lesson's course, repeated so the key lookup is scoped without a join.
     course = models.ForeignKey(Course, null=True, blank=True, on_delete=models.CASCADE, related_name="+")
     kind = models.CharField(max_length=8, choices=Kind.choices)
-    value = models.CharField(max_length=SYMPTOM_MAX_CHARS)
+    # A tag pair holds two values and the separator.
+    value = models.CharField(max_length=2 * SYMPTOM_MAX_CHARS + 1)
     # Symptoms: the token a text must contain for the phrase to occur in it
     # (its longest word, or its first CJK character) ...
     anchor = models.CharField(max_length=SYMPTOM_MAX_CHARS, blank=True)
@@ -190,7 +197,7 @@ class LessonKey(models.Model):
 
     class Meta:
         indexes = [
-            # recall: kind = 'tag' (or explicit symptoms) AND value IN (…) AND course, grouped
+            # recall: kind = 'tag' or 'tag_pair' (or explicit symptoms) AND value IN (…) AND course, grouped
             # by lesson -- covering, so a common tag's many rows are read from the index alone
             models.Index(fields=["kind", "value", "course", "lesson"], name="lessonkey_value_idx"),
             # recall from a text: kind = 'symptom' AND anchor IN (the text's tokens) AND course
@@ -198,7 +205,9 @@ class LessonKey(models.Model):
         ]
         constraints = [
             models.UniqueConstraint(fields=["lesson", "kind", "value"], name="lessonkey_unique"),
-            models.CheckConstraint(condition=Q(kind__in=["tag", "symptom"]), name="lessonkey_kind_valid"),
+            models.CheckConstraint(
+                condition=Q(kind__in=["tag", "symptom", "tag_pair"]), name="lessonkey_kind_valid"
+            ),
         ]
 
     def __str__(self) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import json
+import math
 import threading
 from dataclasses import dataclass
 from datetime import date
@@ -41,7 +42,7 @@ from lessons.models import (
     SkillCandidate,
 )
 from lessons.recall import LessonRow, RecallContext, RecallParams, RecallResult, Totals, recall
-from lessons.text import jaccard, marked, normalize, text_tokens
+from lessons.text import jaccard, marked, normalize, tag_pairs, text_tokens
 from tutor.prepared import PreparedQuery
 
 # Float sums in SQL and in Python may differ in the last bits: the SQL
@@ -195,6 +196,9 @@ class _Shape:
     every_lesson: bool  # the floor is within reach of every lesson: all are loaded
     with_counts: bool
     in_session: bool = False  # each lesson row tells whether this session already used it
+    # Tags alone reach the floor only with two or more shared: candidates by tag
+    # pairs (and any symptom match), see ``_tag_reach``.
+    by_pairs: bool = False
 
 
 # Parameter kinds (tutor.prepared) of the statement's values.
@@ -210,7 +214,25 @@ _KINDS = {
     "threshold": "float",
     "today": "date",
     "session_id": "uuid",
+    "pairs": "str[]",
+    "pair_need": "int",
 }
+
+# Up to this many context tags (66 pairs) recall looks candidates up by tag
+# pairs; beyond, by single tags (every lesson sharing one is grouped).
+PAIR_TAGS_MAX = 12
+
+
+def _tag_reach(tag_weight: float, threshold: float) -> int:
+    """How many shared tags make a lesson's tag part alone reach ``threshold``."""
+    if tag_weight <= 0:
+        return 0
+    need = max(1, math.ceil(threshold / tag_weight))
+    while need > 1 and (need - 1) * tag_weight >= threshold:
+        need -= 1
+    while need * tag_weight < threshold:
+        need += 1
+    return need
 
 
 def _bind(
@@ -231,7 +253,19 @@ def _bind(
         return None
     scoped = query.course_ids is not None
     values: dict = {"course_ids": list(query.course_ids) if scoped else []}
-    if not every_lesson and looks_for != _NOTHING:
+    by_pairs = False
+    if not every_lesson and looks_for != _NOTHING and 1 < len(query.tags) <= PAIR_TAGS_MAX:
+        need = _tag_reach(params.w_tag / len(query.tags), params.reach - _SQL_SLACK)
+        # Two or more shared tags needed, and the context has that many.
+        by_pairs = 2 <= need <= len(query.tags)
+    if by_pairs:
+        # A lesson sharing n tags shares n(n-1)/2 pairs; any symptom match
+        # loads the lesson too, and Python decides (``recall``).
+        values["pairs"] = tag_pairs(query.tags)
+        values["pair_need"] = need * (need - 1) // 2
+        if looks_for == _SYMPTOMS:
+            values["symptoms"] = list(query.symptoms or ())
+    elif not every_lesson and looks_for != _NOTHING:
         values["tags"] = list(query.tags)
         values["tag_weight"] = params.w_tag / len(query.tags) if query.tags else 0.0
         values["threshold"] = params.reach - _SQL_SLACK
@@ -250,7 +284,7 @@ def _bind(
     in_session = session_id is not None and (every_lesson or looks_for != _NOTHING)
     if in_session:
         values["session_id"] = session_id
-    return _Shape(scoped, looks_for, every_lesson, with_counts, in_session), values
+    return _Shape(scoped, looks_for, every_lesson, with_counts, in_session, by_pairs), values
 
 
 def _keys_in_text(scope: Q, anchors, haystack: str) -> QuerySet:
@@ -275,6 +309,9 @@ def _candidate_ids(shape: _Shape, scope: Q, values: dict, known: QuerySet | None
     injected may be over-counted by a phrase only it knows: it is then
     loaded, and filtered; never the reverse.)
     """
+
+    if shape.by_pairs:
+        return _candidate_ids_by_pairs(shape, scope, values)
 
     def hits(kind: str) -> Cast:
         # A double (PostgreSQL would compute in numeric with the literal
@@ -305,6 +342,31 @@ def _candidate_ids(shape: _Shape, scope: Q, values: dict, known: QuerySet | None
         .values("lesson_id")
         .annotate(part=tag_part + symptom_part)
         .filter(part__gte=values["threshold"])
+        .values("lesson_id")
+    )
+
+
+def _candidate_ids_by_pairs(shape: _Shape, scope: Q, values: dict) -> QuerySet:
+    """Ids of the scope's lessons sharing at least ``pair_need`` of the
+    context's tag pairs (so enough tags to reach the floor by tags alone), or
+    matching any symptom (a superset: ``lessons.recall`` scores them exactly).
+    A common tag's many lessons are never read: only their pairs that match."""
+    keys = LessonKey.objects.filter(scope)
+    match = [Q(kind=LessonKey.Kind.TAG_PAIR, value__in=values["pairs"])]
+    if shape.looks_for == _SYMPTOMS:
+        if values["symptoms"]:
+            match.append(Q(kind=LessonKey.Kind.SYMPTOM, value__in=values["symptoms"]))
+    else:
+        keys = keys.alias(at=StrIndex(Value(values["haystack"]), F("marked")))
+        match.append(Q(kind=LessonKey.Kind.SYMPTOM, anchor__in=values["anchors"], at__gt=0))
+    return (
+        keys.filter(functools.reduce(Q.__or__, match))
+        .values("lesson_id")
+        .annotate(
+            n_pairs=Count("lesson_id", filter=Q(kind=LessonKey.Kind.TAG_PAIR)),
+            n_symptoms=Count("lesson_id", filter=Q(kind=LessonKey.Kind.SYMPTOM)),
+        )
+        .filter(Q(n_pairs__gte=values["pair_need"]) | Q(n_symptoms__gt=0))
         .values("lesson_id")
     )
 
@@ -514,7 +576,12 @@ def lessons_recall(
     reach it, found through ``LessonKey`` (normalized tags and symptoms,
     indexed on both SQLite and PostgreSQL): the matching keys grouped by
     lesson, HAVING their tag/symptom part ≥ floor − W_DECAY (the key index is
-    covering, and the lessons are then read by primary key). Every other
+    covering, and the lessons are then read by primary key). When one shared
+    tag cannot reach that alone (three or more context tags with the seed's
+    numbers), the statement matches tag *pairs* instead: a lesson is loaded
+    when it shares enough pairs to reach it by tags, or matches any symptom
+    (``_candidate_ids_by_pairs``), so the many lessons that share only a
+    common tag such as ``week-1`` are never read. Every other
     lesson of the scope is only counted, per stage (active / expired / other
     status): one aggregate row UNION ALL'ed to the candidate rows when
     ``with_counts`` -- index-only counts over ``lesson_scope_status_idx``,

@@ -39,6 +39,14 @@ def normalize(text: str) -> str:
     return _SPACES.sub(" ", folded).strip()
 
 
+def tag_pairs(tags) -> list[str]:
+    """Every two of ``tags`` (normalized, distinct) as one key: the two in
+    sorted order joined by ``BOUNDARY``, which no normalized text contains.
+    A lesson and a task sharing ``n`` tags share ``n·(n−1)/2`` pairs."""
+    ordered = sorted(set(tags))
+    return [f"{a}{BOUNDARY}{b}" for i, a in enumerate(ordered) for b in ordered[i + 1 :]]
+
+
 def clean(text: str) -> str:
     """A tag or symptom as stored and shown: stripped and single-spaced, case kept."""
     return _SPACES.sub(" ", text).strip()

@@ -45,6 +45,10 @@ _KIND_FIELDS: dict[str, models.Field] = {
     "datetime": models.DateTimeField(),
 }
 LIST = "[]"  # "str[]": a list of str
+# Kinds whose database form is the Python value itself when it has exactly
+# that type (what the fields' get_db_prep_value returns for it, on both
+# databases): most parameters are words of a message, so they skip the field.
+_AS_IS = {"str": str, "int": int, "float": float}
 
 
 class PreparationError(RuntimeError):
@@ -91,13 +95,16 @@ class PreparedQuery:
             raise ValueError(f"unknown parameter kinds: {sorted(unknown)}")
         self.build = build
         self.kinds = kinds
+        self._base_kinds = {name: kind.removesuffix(LIST) for name, kind in kinds.items()}
         self.shape = shape
         self._compiled: dict[tuple, _Compiled] = {}
         self._lock = threading.Lock()
 
     def _db_value(self, name: str, value, connection):
-        field = _KIND_FIELDS[self.kinds[name].removesuffix(LIST)]
-        return field.get_db_prep_value(value, connection, prepared=False)
+        kind = self._base_kinds[name]
+        if type(value) is _AS_IS.get(kind):
+            return value
+        return _KIND_FIELDS[kind].get_db_prep_value(value, connection, prepared=False)
 
     def _is_list(self, name: str) -> bool:
         return self.kinds[name].endswith(LIST)

@@ -2,8 +2,8 @@
 (the Celery task) or from an explicit ``POST /api/corrections/``.
 
 The cheap path comes first: a message with no trigger word and no number
-outside a question is dismissed by pure Python, after the one read of the
-message row, and nothing is written. A correction is redacted before
+outside a question is dismissed by pure Python, after one prepared read of
+the message's text, and nothing is written. A correction is redacted before
 anything of it is stored or used as a topic, and recorded in one
 transaction with everything it writes:
 
@@ -29,7 +29,7 @@ from corrections import classifier
 from corrections.conf import rate_limit
 from corrections.detection import Detection, detect, is_candidate
 from corrections.models import Classifier, Correction, Source
-from corrections.selectors import recent_assistant_message
+from corrections.selectors import recent_assistant_message, user_message_text
 from corrections.services.routing import route, session_scoped
 from corrections.text import topic_key
 from tutor.errors import DomainError
@@ -54,12 +54,17 @@ def dedupe_key(detection: Detection, session_id) -> str:
 def correction_detect_message(*, message_id, correlation_id: str = "") -> Correction | None:
     """Detection for one stored user message (the task's service). Safe to
     run twice: the second run finds the first's correction."""
+    # The cheap path reads the text alone; the message's session, task and
+    # student are loaded only for a candidate.
+    content = user_message_text(message_id)
+    if content is None or not is_candidate(content):
+        return None
     message = (
         TutorMessage.objects.select_related("session__task__course", "session__student")
         .filter(pk=message_id, role=TutorMessage.Role.USER)
         .first()
     )
-    if message is None or not is_candidate(message.content):
+    if message is None:
         return None
     session = message.session
     assistant = recent_assistant_message(session_id=session.pk, before_position=message.position)

@@ -20,7 +20,15 @@ from lessons.models import (
     LessonKey,
     LessonStatus,
 )
-from lessons.text import estimate_tokens, marked, normalize, render_lesson, shingles, symptom_anchor
+from lessons.text import (
+    estimate_tokens,
+    marked,
+    normalize,
+    render_lesson,
+    shingles,
+    symptom_anchor,
+    tag_pairs,
+)
 from tutor.redaction import redact
 
 # How long a new lesson stays valid before staff must look at it again (seed 003: review_by).
@@ -64,7 +72,7 @@ def redact_lesson(*, title: str, body: str, tags: list[str], symptoms: list[str]
 
 
 def lesson_keys(lesson: Lesson) -> list[LessonKey]:
-    """The normalized tag and symptom rows recall looks a lesson up by."""
+    """The normalized tag, tag pair and symptom rows recall looks a lesson up by."""
     keys: dict[tuple[str, str], LessonKey] = {}
     for kind, values in ((LessonKey.Kind.TAG, lesson.tags), (LessonKey.Kind.SYMPTOM, lesson.symptoms)):
         for value in values:
@@ -83,6 +91,11 @@ def lesson_keys(lesson: Lesson) -> list[LessonKey]:
                     marked=marked(norm) if symptom else "",
                 ),
             )
+    tags = sorted(value for kind, value in keys if kind == LessonKey.Kind.TAG)
+    for pair in tag_pairs(tags):
+        keys[(LessonKey.Kind.TAG_PAIR, pair)] = LessonKey(
+            lesson=lesson, course_id=lesson.course_id, kind=LessonKey.Kind.TAG_PAIR, value=pair
+        )
     return list(keys.values())
 
 

@@ -185,7 +185,7 @@ MESSAGE_POST_QUERIES = 21
 # costliest route: the 20 queries of the turn, then the detection task.
 CONFLICT_POST_QUERIES = 20 + sum(
     {
-        "the message, the assistant's previous message": 2,
+        "the message's text (a candidate), the message with its session, the assistant's previous one": 3,
         "earlier corrections: of this message, with the same words": 2,
         "the rate limit's count": 1,
         "savepoint, INSERT the correction": 2,

@@ -170,7 +170,8 @@ def test_lists_are_padded_to_a_power_of_two_compiled_once_per_padded_length(
         )
 
     assert sorted(lengths["anchors"] for lengths in compiled) == [2, 4, 8]
-    assert {lengths["tags"] for lengths in compiled} == {4}  # three tags, padded
+    # Three tags: one alone cannot reach the floor, so their three pairs are looked up, padded.
+    assert {lengths["pairs"] for lengths in compiled} == {4}
     found = lessons_recall(course_ids=[course.pk], tags=["a", "b", "c"], texts=["x err now then y fail"])
     assert found.context.symptoms == ("x err", "y fail")
 

@@ -408,7 +408,9 @@ def test_full_width_and_spacing_variants_of_a_tag_match(course):
 
 # --- the selector agrees with a brute-force reading of the seed ------------------------------
 
-TAGS = ["a", "b", "c", "d"]
+# Up to seven context tags: one tag reaches the floor alone (1-2 tags), two
+# (3-5: by tag pairs), three (6-7: by pairs, three of them per lesson).
+TAGS = ["a", "b", "c", "d", "e", "f", "g"]
 SYMPTOMS = ["x err", "y fail", "z 超时"]
 
 
@@ -444,7 +446,7 @@ def brute_force(lessons, tags, symptoms, params=PARAMS):
 
 lesson_spec = st.fixed_dictionaries(
     {
-        "tags": st.lists(st.sampled_from(TAGS), unique=True, max_size=3),
+        "tags": st.lists(st.sampled_from(TAGS), unique=True, max_size=5),
         "symptoms": st.lists(st.sampled_from(SYMPTOMS), unique=True, max_size=2),
         "status": st.sampled_from(["injected", "injected", "injected", "pending", "quarantined"]),
         "age": st.integers(0, 90),
@@ -455,10 +457,10 @@ lesson_spec = st.fixed_dictionaries(
 
 
 @pytest.mark.django_db
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     specs=st.lists(lesson_spec, min_size=0, max_size=12),
-    tags=st.lists(st.sampled_from(TAGS), unique=True, max_size=3),
+    tags=st.lists(st.sampled_from(TAGS), unique=True, max_size=7),
     symptoms=st.lists(st.sampled_from(SYMPTOMS), unique=True, max_size=3),
 )
 def test_selector_matches_brute_force_recall(course, specs, tags, symptoms):
@@ -488,10 +490,10 @@ WORDS = ["x", "err", "y", "fail", "z", "超时", "unexpected", "token", "连接"
 
 
 @pytest.mark.django_db
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     specs=st.lists(lesson_spec, min_size=0, max_size=10),
-    tags=st.lists(st.sampled_from(TAGS), unique=True, max_size=3),
+    tags=st.lists(st.sampled_from(TAGS), unique=True, max_size=7),
     words=st.lists(st.sampled_from(WORDS), max_size=8),
 )
 def test_recall_from_a_text_matches_brute_force(course, specs, tags, words):

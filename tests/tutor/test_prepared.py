@@ -84,6 +84,15 @@ def test_student_task_and_sessions_match_the_orm(task, student, other_student, s
     rows = assert_matches_orm(EARLIER_MESSAGES, session_id=session.pk, before_position=20, max_messages=3)
     assert len(rows) == 3
 
+    # Correction detection's read of a user message's text (corrections.selectors).
+    from corrections.selectors import USER_MESSAGE_TEXT
+
+    user = TutorMessage.objects.get(session=session, position=5)
+    assistant = TutorMessage.objects.create(session=session, position=31, role="assistant", content="a")
+    assert assert_matches_orm(USER_MESSAGE_TEXT, message_id=user.pk) == [{"content": "m5"}]
+    assert assert_matches_orm(USER_MESSAGE_TEXT, message_id=assistant.pk) == []
+    assert assert_matches_orm(USER_MESSAGE_TEXT, message_id=uuid.uuid4()) == []
+
 
 def test_rebuilt_task_carries_its_course_and_rubric_without_more_queries(
     task, student, django_assert_num_queries
@@ -159,3 +168,30 @@ def test_datetime_parameters_match_the_orm(course):
     assert assert_matches_orm(prepared, since=created) == [{"version": "2026.1"}]  # to the microsecond
     assert assert_matches_orm(prepared, since=created + timedelta(microseconds=1)) == []
     assert assert_matches_orm(prepared, since=timezone.now() + timedelta(days=1)) == []
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("kind", "value"),
+    [
+        ("str", "wörd"),
+        ("int", 7),
+        ("float", 0.25),
+        ("int", True),
+        ("str", 5),
+        ("float", 3),
+        ("uuid", uuid.uuid4()),
+    ],
+)
+def test_a_parameter_reaches_the_database_as_its_field_would_send_it(kind, value):
+    """The shortcut for exact str/int/float values gives what the field gives;
+    any other type (a bool for an int, an int for a str) still goes through it."""
+    from django.db import connection
+
+    from tutor.prepared import _KIND_FIELDS
+
+    prepared = PreparedQuery(lambda **_: Course.objects.values("id"), value=kind)
+    sent = prepared._db_value("value", value, connection)
+
+    expected = _KIND_FIELDS[kind].get_db_prep_value(value, connection, prepared=False)
+    assert sent == expected and type(sent) is type(expected)
