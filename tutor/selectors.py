@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import uuid
 
+from django.db.models import OuterRef, Subquery
 from django.http import Http404
 
 from tutor.errors import InvalidInput
@@ -96,22 +97,27 @@ def owned_session(user, session_id) -> TutorSession:
     return session
 
 
-def open_session_queryset(*, student_id, task_id):
-    return (
-        TutorSession.objects.filter(student_id=student_id, task_id=task_id, archived=False)
-        .values("id")
-        .order_by()[:1]
+def student_task_session_queryset(*, user_id, task_id):
+    """The student's task (``student_task_queryset``) with the id of their
+    open session for it, if any, in the same row (the context preview's one
+    read for both; served by the partial unique constraint on open sessions)."""
+    open_session = TutorSession.objects.filter(
+        student_id=user_id, task_id=OuterRef("pk"), archived=False
+    ).values("id")[:1]
+    return student_task_queryset(user_id=user_id, task_id=task_id).annotate(
+        open_session_id=Subquery(open_session)
     )
 
 
-OPEN_SESSION = PreparedQuery(open_session_queryset, student_id="int", task_id="uuid")
+STUDENT_TASK_SESSION = PreparedQuery(student_task_session_queryset, user_id="int", task_id="uuid")
 
 
-def open_session_id(student, task: Task) -> uuid.UUID | None:
-    """The id of the student's open session for ``task``, if there is one
-    (served by the partial unique constraint on open sessions)."""
-    row = OPEN_SESSION.first(student_id=student.pk, task_id=task.pk)
-    return row["id"] if row else None
+def student_task_and_open_session(user, task_id, field: str = "task") -> tuple[Task, uuid.UUID | None]:
+    """``student_task`` and the id of the student's open session for it, in one query."""
+    row = STUDENT_TASK_SESSION.first(user_id=user.pk, task_id=task_id)
+    if row is None:
+        raise InvalidInput("not a task of a course you are enrolled in as a student", field=field)
+    return _task_from(row), row["open_session_id"]
 
 
 def earlier_messages_queryset(*, session_id, before_position, max_messages):

@@ -12,7 +12,7 @@ from tutor.context import assemble_context
 from tutor.models import TutorMessage
 from tutor.openapi import conflict, unavailable
 from tutor.pagination import SeqCursorPagination
-from tutor.selectors import earlier_messages, open_session_id, owned_session, student_task
+from tutor.selectors import earlier_messages, owned_session, student_task, student_task_and_open_session
 from tutor.serializers import (
     ContextBodySerializer,
     ContextQuerySerializer,
@@ -125,8 +125,7 @@ class ContextView(APIView):
 
     @staticmethod
     def _preview(request, task_id, message: str | None) -> Response:
-        task = student_task(request.user, task_id)
-        session_id = open_session_id(request.user, task)
+        task, session_id = student_task_and_open_session(request.user, task_id)
         context = assemble_context(
             student=request.user,
             task=task,

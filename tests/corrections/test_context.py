@@ -11,6 +11,7 @@ from corrections.bench import bulk_facts, bulk_memories
 from corrections.models import CorrectionCase, Fact, MemoryItem, ProcessRule
 from corrections.services.cases import case_dispute
 from tests.corrections.conftest import RAINFALL_500, RAINFALL_630, RAINFALL_QUESTION
+from tests.tutor.test_context import CONTEXT_GET_QUERIES, MESSAGE_POST_QUERIES
 
 RAINFALL = ["北京", "年均", "降雨量"]
 
@@ -171,16 +172,9 @@ def seed_volume(course, student, n: int) -> None:
     )
 
 
-# GET /api/tutor/context/: tutor's 5 (token, task, open session id, history,
-# feedback selection), the corrections providers' 3 (facts; preferences and
-# memories in one statement; process rules) and the lessons' recall (1).
-CONTEXT_GET_QUERIES = 9
-# POST …/messages/ with "what now?": tutor's 15 (tests/tutor/test_context.py),
-# the providers' 3, the lessons' recall (its stage counts in the same
-# statement) and its stored trace (2), and the detection task after commit:
-# one read of the message (no trigger word, no number: no further query,
-# nothing written).
-MESSAGE_POST_QUERIES = 21
+# The whole turn's counts, each statement named where they are defined: the
+# corrections providers' 3 (facts; preferences and memories in one statement;
+# process rules) among them, and the detection task's read of the message.
 # POST …/messages/ with a correction that conflicts with the course fact, the
 # costliest route: the 20 queries of the turn, then the detection task.
 CONFLICT_POST_QUERIES = 20 + sum(

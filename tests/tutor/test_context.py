@@ -707,12 +707,12 @@ def seed_volume(student, task, session_id, n: int) -> None:
 #   default): one read of the message -- "what now?" is no correction (1).
 MESSAGE_POST_QUERIES = 21
 # GET /api/tutor/context/:
-#   token auth (1); the task within the caller's enrolment (1); the open
-#   session's id (1); earlier messages (1); feedback selection (1);
+#   token auth (1); the task within the caller's enrolment with the open
+#   session's id, one statement (1); earlier messages (1); feedback selection (1);
 #   the corrections app's providers: facts, preferences and memories (one
 #   statement for both), process rules (3);
 #   lessons recall (1).
-CONTEXT_GET_QUERIES = 9
+CONTEXT_GET_QUERIES = 8
 
 
 @pytest.mark.django_db

@@ -17,7 +17,13 @@ from feedback.versions import current_versions
 from tests.factories import enroll, make_attempt, make_course, make_submission, make_task
 from tutor.models import Course, Rubric, Task, TutorMessage
 from tutor.prepared import PreparationError, PreparedQuery
-from tutor.selectors import EARLIER_MESSAGES, OPEN_SESSION, OWNED_SESSION, STUDENT_TASK, student_task
+from tutor.selectors import (
+    EARLIER_MESSAGES,
+    OWNED_SESSION,
+    STUDENT_TASK,
+    STUDENT_TASK_SESSION,
+    student_task,
+)
 from tutor.sessions import session_open
 
 
@@ -71,9 +77,15 @@ def test_student_task_and_sessions_match_the_orm(task, student, other_student, s
     other_task = make_task(make_course("other-202"))
     assert assert_matches_orm(STUDENT_TASK, user_id=student.pk, task_id=other_task.pk) == []
 
-    session, _ = session_open(student=student, task=task)
-    assert len(assert_matches_orm(OPEN_SESSION, student_id=student.pk, task_id=task.pk)) == 1
-    assert assert_matches_orm(OPEN_SESSION, student_id=other_student.pk, task_id=task.pk) == []
+    [row] = assert_matches_orm(STUDENT_TASK_SESSION, user_id=student.pk, task_id=task.pk)
+    assert row["open_session_id"] is None  # no session yet
+    archived, _ = session_open(student=student, task=task)
+    session, _ = session_open(student=student, task=task, new=True)  # archives the first
+    [row] = assert_matches_orm(STUDENT_TASK_SESSION, user_id=student.pk, task_id=task.pk)
+    assert row["open_session_id"] == session.pk != archived.pk and row["id"] == task.pk
+    [row] = assert_matches_orm(STUDENT_TASK_SESSION, user_id=other_student.pk, task_id=task.pk)
+    assert row["open_session_id"] is None  # another student's session is not theirs
+    assert assert_matches_orm(STUDENT_TASK_SESSION, user_id=staff.pk, task_id=task.pk) == []
     assert len(assert_matches_orm(OWNED_SESSION, user_id=student.pk, session_id=session.pk)) == 1
     assert assert_matches_orm(OWNED_SESSION, user_id=other_student.pk, session_id=session.pk) == []
 
