@@ -48,7 +48,8 @@ LIST = "[]"  # "str[]": a list of str
 # Kinds whose database form is the Python value itself when it has exactly
 # that type (what the fields' get_db_prep_value returns for it, on both
 # databases): most parameters are words of a message, so they skip the field.
-_AS_IS = {"str": str, "int": int, "float": float}
+# Not int: on PostgreSQL an integer field sends psycopg's Int8, typed for the server.
+_AS_IS = {"str": str, "float": float}
 
 
 class PreparationError(RuntimeError):

@@ -12,12 +12,14 @@ BATCH = 2000
 def add_tag_pairs(apps, schema_editor):
     """The tag-pair keys of every stored lesson, from its tag keys (already normalized)."""
     LessonKey = apps.get_model("lessons", "LessonKey")
-    tags = LessonKey.objects.filter(kind="tag").order_by("lesson_id", "value")
+    tags = LessonKey.objects.filter(kind="tag").order_by("lesson_id")
     pending = []
     # Read first, then write: no insert runs while the read is still open.
     rows = list(tags.values_list("lesson_id", "course_id", "value"))
     for (lesson_id, course_id), group in groupby(rows, key=lambda row: row[:2]):
-        values = [row[2] for row in group]
+        # Sorted in Python, by code point, as recall sorts a context's pairs
+        # (lessons.text.tag_pairs) -- a database collation may order otherwise.
+        values = sorted({row[2] for row in group})
         for i, a in enumerate(values):
             for b in values[i + 1 :]:
                 pending.append(

@@ -30,7 +30,7 @@ from django.db import IntegrityError, transaction
 from feedback.models import AttemptStatus, ReviewAttempt
 from feedback.results import EXTERNAL_SIGNAL_BASES
 from feedback.visibility import CI_LOG_HIDDEN, HIDDEN_TEXT, student_result
-from lessons.models import Lesson, LessonKind, LessonSource
+from lessons.models import MAX_TAGS, Lesson, LessonKind, LessonSource
 from lessons.services.store import lesson_insert
 from tutor.audit import audit_record
 from tutor.models import AuditEvent
@@ -150,7 +150,8 @@ def lessons_capture_from_attempt(*, attempt_id) -> list[Lesson]:
                     course_id=task.course_id,
                     title=f"[{task.slug} {before['rubric_id']}] {before['reason']}",
                     body=draft_body(before, after, next_step),
-                    tags=list(task.tags or []),
+                    # As many as a lesson may carry (MAX_TAGS): a task's own are not capped.
+                    tags=list(task.tags or [])[:MAX_TAGS],
                     symptoms=draft_symptoms(before["reason"], before["evidence"]),
                     kind=LessonKind.GUARDRAIL,
                     source=LessonSource.REVIEW,

@@ -122,7 +122,8 @@ def test_the_benchmark_cleanup_goes_through_the_audited_purge(db):
     out = StringIO()
 
     call_command("bench_context", "--submissions", "60", "--students", "3", "--messages", "4",
-                 "--requests", "2", "--warmup", "0", "--ingest", "0", stdout=out)  # fmt: skip
+                 "--requests", "2", "--warmup", "0", "--ingest", "0", "--reviews", "0",
+                 stdout=out)  # fmt: skip
 
     assert not Submission.objects.filter(task__course__slug="bench").exists()
     events = AuditEvent.objects.filter(event=AuditEvent.Event.ATTEMPTS_PURGED)

@@ -79,6 +79,22 @@ def test_a_fixed_criterion_becomes_one_pending_draft_per_criterion(course, task,
 
 
 @pytest.mark.django_db
+def test_a_draft_carries_at_most_max_tags_of_its_task_and_their_pairs(task, student):
+    from lessons.models import MAX_TAGS, LessonKey
+
+    task.tags = [f"tag-{i:02d}" for i in range(60)]
+    task.save(update_fields=["tags"])
+    reviewed(student, task, CI_FAIL)
+    fixing = reviewed(student, task, CI_PASS)
+
+    [draft] = lessons_capture_from_attempt(attempt_id=fixing.pk)
+
+    assert draft.tags == task.tags[:MAX_TAGS]
+    pairs = LessonKey.objects.filter(lesson=draft, kind="tag_pair").count()
+    assert pairs == MAX_TAGS * (MAX_TAGS - 1) // 2  # not 60·59/2
+
+
+@pytest.mark.django_db
 def test_capture_listens_to_attempt_finished_and_happens_once_whatever_the_deliveries(task, student):
     reviewed(student, task, CI_FAIL)
     fixing = reviewed(student, task, CI_PASS)

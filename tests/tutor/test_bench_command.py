@@ -28,8 +28,9 @@ ROOT = Path(__file__).resolve().parents[2]
 TINY = ["--submissions", "300", "--students", "5", "--messages", "30", "--requests", "5", "--warmup", "1"]
 # The corrections and lessons apps' seeders take sizes of their own.
 TINY += ["--facts", "40", "--memories", "20", "--lessons", "50"]
-# The ingest comparison seeds a second database; one test below runs it.
-TINY += ["--ingest", "0"]
+# The ingest comparison seeds a second database, the worker figure reviews
+# submissions of its own; one test below runs each.
+TINY += ["--ingest", "0", "--reviews", "0"]
 RATIO_LINE = re.compile(
     r"^(?P<prefix>(http )?)context/trivial median ratio: \d+\.\d\dx \(context [\d.]+ ms, trivial [\d.]+ ms, "
     r"(?P<context>\d+) vs (?P<trivial>\d+) queries; median of 3 rounds\)$",
@@ -50,7 +51,7 @@ TABLE_ROW = re.compile(
     re.MULTILINE,
 )
 MODELS = (Course, Task, Rubric, Enrollment, Token, Submission, ReviewAttempt, TutorSession, TutorMessage)
-MODELS += (Fact, FactToken, MemoryItem, MemoryToken)
+MODELS += (Fact, FactToken, MemoryItem, MemoryToken, Lesson)
 
 
 def run_bench(*args: str) -> str:
@@ -94,6 +95,13 @@ def test_bench_prints_the_table_and_the_ratio_with_real_query_counts(db, django_
         assert client.get("/api/tutor/context/", {"task": task.pk, "message": "hi"}).status_code == 200
     with django_assert_num_queries(int(ratio["trivial"])):
         assert client.get("/api/courses/").status_code == 200
+
+
+WORKER_LINE = re.compile(
+    r"^worker review per attempt: (?P<kept>\d+\.\d\d) ms \(median, kept connection; "
+    r"(?P<fresh>\d+\.\d\d) ms opening a connection per task\)$",
+    re.MULTILINE,
+)
 
 
 def test_seeded_sequences_are_gapless_and_the_counters_match_the_max(db, task, student):
@@ -283,11 +291,14 @@ def test_an_unmigrated_database_is_refused_before_anything_is_seeded(tmp_path):
 
 @pytest.mark.django_db(transaction=True)
 def test_over_http_and_with_the_ingest_comparison_every_figure_line_is_printed():
-    """gunicorn with the shipped configuration serves the same figures, and
-    the ingest phase runs here and on a fresh 1k database; nothing is left."""
+    """gunicorn with the shipped configuration serves the same figures, the
+    ingest phase runs here and on a fresh 1k database, and the worker figure
+    times real review tasks; nothing is left."""
+    from tutor.models import AuditEvent
+
     before = row_counts()
 
-    out = run_bench(*TINY[:-2], "--requests", "2", "--warmup", "0", "--ingest", "1", "--http")
+    out = run_bench(*TINY, "--requests", "2", "--warmup", "0", "--ingest", "1", "--http", "--reviews", "2")
 
     lines = out.splitlines()
     for prefix in ("", "http "):
@@ -302,4 +313,10 @@ def test_over_http_and_with_the_ingest_comparison_every_figure_line_is_printed()
             )
             for line in lines
         ), out
+    figure = WORKER_LINE.search(out)
+    assert figure and float(figure["kept"]) > 0 and float(figure["fresh"]) > 0, out
+    # 5 warm-up reviews and 2 of each mode, each a completed review task (the
+    # command stops on any other ending), purged through the audited path.
+    purge = AuditEvent.objects.filter(event="attempts_purged", reason="bench_context cleanup")
+    assert {"submissions": 9, "attempts": 9} in [event.extra for event in purge]
     assert row_counts() == before

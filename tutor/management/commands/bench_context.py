@@ -47,6 +47,7 @@ from tutor.bench.ingest import (
     ingest_setup,
     small_database,
 )
+from tutor.bench.reviews import review_overhead
 from tutor.bench.rounds import Pair, RoundFigures, median_round, run_rounds
 from tutor.bench.seeding import (
     BENCH_COURSE_SLUG,
@@ -112,6 +113,13 @@ class Command(DomainCommand):
             "0 leaves the ingest comparison out)",
         )
         parser.add_argument(
+            "--reviews",
+            type=int,
+            default=50,
+            help="review tasks timed per connection mode for the worker's per-attempt figure (default 50; "
+            "0 leaves it out)",
+        )
+        parser.add_argument(
             "--http", action="store_true", help="also measure over HTTP through gunicorn (shipped config)"
         )
         parser.add_argument("--keep", action="store_true", help="keep the benchmark rows for the next run")
@@ -127,6 +135,7 @@ class Command(DomainCommand):
     def handle(self, *args, submissions, students, messages, requests, warmup, keep, **options):
         limits = {"--submissions": (submissions, 1), "--students": (students, 1), "--messages": (messages, 0)}
         limits |= {"--requests": (requests, 1), "--warmup": (warmup, 0), "--ingest": (options["ingest"], 0)}
+        limits |= {"--reviews": (options["reviews"], 0)}
         for option, (value, minimum) in limits.items():
             if value < minimum:
                 raise CommandError(f"{option} must be at least {minimum}, got {value}")
@@ -157,6 +166,7 @@ class Command(DomainCommand):
                     verbosity=options["verbosity"],
                     ingest=options["ingest"],
                     http=options["http"],
+                    reviews=options["reviews"],
                 )
             finally:
                 # Also after a failure: without --keep a half-seeded course goes too.
@@ -248,7 +258,15 @@ class Command(DomainCommand):
     # --- measuring ------------------------------------------------------------------------
 
     def measure(
-        self, bench: Bench, *, requests: int, warmup: int, verbosity: int, ingest: int, http: bool
+        self,
+        bench: Bench,
+        *,
+        requests: int,
+        warmup: int,
+        verbosity: int,
+        ingest: int,
+        http: bool,
+        reviews: int = 0,
     ) -> None:
         student = get_user_model().objects.get(pk=bench.student_ids()[0])
         token, _ = Token.objects.get_or_create(user=student)
@@ -293,6 +311,20 @@ class Command(DomainCommand):
             self.ingest_comparison(bench, per_client=ingest, http=http)
         else:
             self.write("ingest 100k/1k ratio: not measured (--ingest 0)")
+        if reviews:
+            self.review_figures(bench, reviews)
+
+    def review_figures(self, bench: Bench, attempts: int) -> None:
+        figures = review_overhead(bench, attempts)
+        ms = 1000
+        self.write(
+            f"Reviews: the review task as a worker runs it, offline reviewer (no model time), "
+            f"{figures.attempts} attempts per connection mode, interleaved ({figures.student}):"
+        )
+        self.write(
+            f"worker review per attempt: {figures.kept_median * ms:.2f} ms (median, kept connection; "
+            f"{figures.fresh_median * ms:.2f} ms opening a connection per task)"
+        )
 
     @staticmethod
     def throttle_free_env() -> dict[str, str]:
