@@ -33,6 +33,7 @@ from django.utils import timezone
 
 from lessons import access
 from lessons.models import (
+    SYMPTOM_MAX_CHARS,
     Lesson,
     LessonHit,
     LessonKey,
@@ -138,9 +139,12 @@ TEXT_CACHE_MAX_CHARS = 500
 
 @functools.lru_cache(maxsize=NORMALIZED_CACHE_SIZE)
 def _normalized(values: tuple[str, ...]) -> tuple[str, ...]:
+    """Normalized as a lesson's keys store them: cut to ``SYMPTOM_MAX_CHARS``
+    (compatibility folding can make a short tag long), so a context's value
+    and a lesson's stored key compare alike in SQL and in Python."""
     seen: dict[str, None] = {}
     for value in values:
-        norm = normalize(value)
+        norm = normalize(value)[:SYMPTOM_MAX_CHARS]
         if norm:
             seen.setdefault(norm, None)
     return tuple(seen)

@@ -158,3 +158,20 @@ def test_migrating_adds_the_pairs_of_lessons_stored_before_them():
         # database's collation says of "é" and "f".
         (global_lesson.pk, None, pair("fonction", "état")),
     }
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("context", [["long", "b"], ["long", "b", "c"]])
+def test_a_tag_that_folding_makes_longer_than_a_key_still_matches(course, context):
+    """ "\ufdfa" folds to 18 characters: twelve of them, a valid 12-character
+    tag, normalize to 216 -- beyond a stored key's 200. Context and lesson
+    are cut alike, by single tags and by pairs."""
+    long = "\ufdfa" * 12
+    tags = [long if tag == "long" else tag for tag in context]
+    lesson = make_lesson(course=course, tags=[long, "b"])
+
+    result = selectors.lessons_recall(
+        course_ids=[course.pk], tags=tags, symptoms=[], today=timezone.localdate(), params=PARAMS
+    )
+
+    assert result.recalled_ids == [lesson.pk]
