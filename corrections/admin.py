@@ -31,6 +31,7 @@ from corrections.models import (
     ProcessRule,
     Proposal,
     ProposalSupporter,
+    UndispatchedDetection,
 )
 from corrections.services.cases import case_accept, case_claim, case_dispute, case_reject
 from corrections.services.facts import fact_set_pinned
@@ -403,6 +404,21 @@ class ProcessRuleAdmin(CourseScopedAdmin, ReadOnlyAdmin):
     list_display = ["statement", "course", "approved_by", "created_at"]
     list_filter = [("course", ScopedFilter)]
     list_select_related = ["course", "approved_by"]
+
+
+@admin.register(UndispatchedDetection)
+class UndispatchedDetectionAdmin(ReadOnlyAdmin):
+    """The detection outbox: user messages whose detection task the broker
+    refused, waiting for the sweep to publish them again. An operator's view
+    (superusers): rows that stay, or a growing failure count, mean the broker
+    is still down or the beat sweep is not running."""
+
+    list_display = ["message_id", "failures", "failed_at", "created_at", "correlation_id"]
+    ordering = ["failed_at"]
+    show_full_result_count = False
+
+    def has_view_permission(self, request, obj=None):
+        return request.user.is_superuser
 
 
 @admin.register(MemoryItem)

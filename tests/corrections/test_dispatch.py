@@ -176,3 +176,26 @@ def test_the_sweep_is_scheduled_and_runs_as_a_task(settings, broker):
     assert entry["task"] == sweep_detections.name
     assert entry["schedule"] == float(settings.CORRECTIONS_DETECTION_SWEEP_INTERVAL)
     assert sweep_detections.apply().get() == {"published": 0, "failed": 0}
+
+
+@pytest.mark.django_db
+def test_superusers_see_the_outbox_in_admin_read_only_and_course_staff_do_not(
+    student, chat_for, broker, admin_client, staff
+):
+    from django.test import Client
+
+    chat = chat_for(student)
+    chat.send(CORRECTION)  # the broker is down: the detection waits in the outbox
+    kept = UndispatchedDetection.objects.get()
+    url = "/admin/corrections/undispatcheddetection/"
+
+    page = admin_client.get(url)
+
+    assert page.status_code == 200
+    assert str(kept.message_id) in page.content.decode()
+    assert CORRECTION not in page.content.decode()  # ids and counts, never the message
+    assert admin_client.get(f"{url}{kept.pk}/delete/").status_code == 403
+    assert admin_client.post(f"{url}{kept.pk}/change/", {"failures": 0}).status_code == 403
+    staff_browser = Client()
+    staff_browser.force_login(staff)
+    assert staff_browser.get(url).status_code == 403
