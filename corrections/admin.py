@@ -28,10 +28,10 @@ from corrections.models import (
     Fact,
     FactSupporter,
     MemoryItem,
+    PendingDetection,
     ProcessRule,
     Proposal,
     ProposalSupporter,
-    UndispatchedDetection,
 )
 from corrections.services.cases import case_accept, case_claim, case_dispute, case_reject
 from corrections.services.facts import fact_set_pinned
@@ -406,15 +406,17 @@ class ProcessRuleAdmin(CourseScopedAdmin, ReadOnlyAdmin):
     list_select_related = ["course", "approved_by"]
 
 
-@admin.register(UndispatchedDetection)
-class UndispatchedDetectionAdmin(ReadOnlyAdmin):
-    """The detection outbox: user messages whose detection task the broker
-    refused, waiting for the sweep to publish them again. An operator's view
-    (superusers): rows that stay, or a growing failure count, mean the broker
-    is still down or the beat sweep is not running."""
+@admin.register(PendingDetection)
+class PendingDetectionAdmin(ReadOnlyAdmin):
+    """The detection outbox: user messages whose detection has not run yet.
+    An operator's view (superusers): a row normally lives for the seconds the
+    worker takes; rows that stay, refused publishes or many sends mean the
+    broker or the workers are down, beat is not running the sweep, or the
+    task fails on that message."""
 
-    list_display = ["message_id", "failures", "failed_at", "created_at", "correlation_id"]
-    ordering = ["failed_at"]
+    paginator = CappedCountPaginator
+    list_display = ["message_id", "due_at", "failures", "sends", "created_at", "correlation_id"]
+    ordering = ["due_at"]
     show_full_result_count = False
 
     def has_view_permission(self, request, obj=None):

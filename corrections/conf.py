@@ -33,9 +33,11 @@ DEFAULTS = {
     # The optional model classifier (off: the rules decide alone).
     "CORRECTIONS_LLM_CLASSIFIER": False,
     # The detection outbox: a publish that failed is retried by the sweep this
-    # long after the failure (the sweep's period too), at most a batch per run.
+    # long after the failure (the sweep's period too), at most a batch per run;
+    # a message whose detection the sweep sent this many times is left to an operator.
     "CORRECTIONS_DETECTION_SWEEP_INTERVAL": 60,
     "CORRECTIONS_DETECTION_SWEEP_BATCH": 500,
+    "CORRECTIONS_DETECTION_MAX_SENDS": 5,
 }
 
 _PERIODS = {"s": 1, "sec": 1, "second": 1, "m": 60, "min": 60, "minute": 60, "h": 3600, "hour": 3600}

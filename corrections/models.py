@@ -577,26 +577,35 @@ class Correction(TopicMixin):
         return f"{self.type} {self.confidence:.2f} by user {self.user_id}: {self.content[:60]}"
 
 
-class UndispatchedDetection(models.Model):
+class PendingDetection(models.Model):
     """The outbox of detection (SPEC §5: detection runs on every user
-    message): a stored user message whose detection task could not be
-    published (the broker was unreachable after the commit). The sweep
-    (``corrections.tasks.sweep_detections``) publishes it again and deletes
-    the row once the broker took it. Only a failed publish writes a row: the
-    message path stays one publish and no write."""
+    message). Written with the user message, in its transaction (a
+    ``post_save`` receiver), and deleted by the detection task once it has
+    run: whatever happens between the commit and the worker -- the web
+    process dies before it publishes, the broker refuses the task or loses
+    it -- the row stays, and the sweep (``corrections.tasks.sweep_detections``)
+    publishes it again when it is due.
+
+    ``due_at``: when the sweep may send it again. A stored message's row is
+    due one visibility timeout later (by then Redis would have redelivered a
+    published task); a refused publish makes it due one sweep interval later.
+    The task is safe to run twice (one correction per message)."""
 
     message = models.OneToOneField(TutorMessage, primary_key=True, on_delete=models.CASCADE, related_name="+")
     correlation_id = models.CharField(max_length=64, blank=True)
-    # The last failed publish; a sweep claims the row by moving it to now.
-    failed_at = models.DateTimeField()
-    failures = models.PositiveIntegerField(default=1)
+    due_at = models.DateTimeField()
+    failures = models.PositiveIntegerField(default=0)  # publishes the broker refused
+    sends = models.PositiveIntegerField(default=0)  # publishes by the sweep
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
         indexes = [
-            # detections_sweep: the rows whose last failure is older than a sweep interval, oldest first
-            models.Index(fields=["failed_at"], name="undispatched_failed_idx"),
+            # detections_sweep: the rows that are due, oldest first
+            models.Index(fields=["due_at"], name="pendingdetection_due_idx"),
         ]
 
     def __str__(self) -> str:
-        return f"detection of message {self.message_id} ({self.failures} failed publishes)"
+        return (
+            f"detection of message {self.message_id} ({self.failures} refused publishes, "
+            f"{self.sends} sent by the sweep)"
+        )

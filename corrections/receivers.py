@@ -5,8 +5,18 @@ from __future__ import annotations
 from django.db import transaction
 from django.db.models.signals import post_save
 
-from tutor.models import Task
+from tutor.models import Task, TutorMessage
 from tutor.signals import user_message_handled
+
+
+def keep_detection_pending(sender, instance, created, raw, **kwargs) -> None:
+    """SPEC §5: a stored user message's detection goes in the outbox in the
+    transaction that stores the message, so no crash between the commit and
+    the worker loses it (``corrections.services.dispatch``)."""
+    from corrections.services.dispatch import detection_pending
+
+    if created and not raw and instance.role == TutorMessage.Role.USER:
+        detection_pending(message=instance)
 
 
 def enqueue_detection(sender, message, session, reply, **kwargs) -> None:
@@ -15,7 +25,7 @@ def enqueue_detection(sender, message, session, reply, **kwargs) -> None:
     from corrections.services.dispatch import detection_dispatch
 
     message_id, correlation_id = str(message.pk), message.correlation_id or ""
-    # A failed publish leaves the message in the outbox for the sweep.
+    # Until the task has run, the message stays in the outbox for the sweep.
     transaction.on_commit(
         lambda: detection_dispatch(message_id=message_id, correlation_id=correlation_id), robust=True
     )
@@ -39,5 +49,8 @@ def index_task(sender, instance, created, raw, update_fields=None, **kwargs) -> 
 
 
 def connect_receivers() -> None:
+    post_save.connect(
+        keep_detection_pending, sender=TutorMessage, dispatch_uid="corrections.keep_detection_pending"
+    )
     user_message_handled.connect(enqueue_detection, dispatch_uid="corrections.enqueue_detection")
     post_save.connect(index_task, sender=Task, dispatch_uid="corrections.index_task")

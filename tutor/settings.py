@@ -392,7 +392,8 @@ CELERY_BEAT_SCHEDULE["purge-expired-memory"] = {
 }
 CORRECTIONS_DETECTION_SWEEP_INTERVAL = env_int("CORRECTIONS_DETECTION_SWEEP_INTERVAL", 60, minimum=1)
 CORRECTIONS_DETECTION_SWEEP_BATCH = env_int("CORRECTIONS_DETECTION_SWEEP_BATCH", 500, minimum=1)
-# Detections a broker outage kept in the outbox (corrections.services.dispatch).
+CORRECTIONS_DETECTION_MAX_SENDS = env_int("CORRECTIONS_DETECTION_MAX_SENDS", 5, minimum=1)
+# Detections still pending in the outbox (corrections.services.dispatch).
 CELERY_BEAT_SCHEDULE["sweep-correction-detections"] = {
     "task": "corrections.tasks.sweep_detections",
     "schedule": float(CORRECTIONS_DETECTION_SWEEP_INTERVAL),

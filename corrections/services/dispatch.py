@@ -1,12 +1,24 @@
-"""Publishing detection tasks, with an outbox for broker outages (SPEC §5).
+"""Publishing detection tasks through an outbox (SPEC §5: detection runs on
+every user message).
 
-Detection of every stored user message is enqueued after its commit. When
-the broker cannot take the task at that moment, the message gets an
-``UndispatchedDetection`` row instead of being lost; the sweep publishes
-those again once an interval (``CORRECTIONS_DETECTION_SWEEP_INTERVAL``) has
-passed since their last failure. The detection task is safe to run twice
-(one correction per message), so a publish that reached the broker although
-it reported a failure costs nothing but a repeat.
+Every stored user message gets a ``PendingDetection`` row in the
+transaction that stores it (``corrections.receivers``), and its detection is
+published after the commit. The detection task deletes the row once it has
+run. So a detection is never lost between the commit and the worker: when
+the web process dies before publishing, the broker refuses the task, or a
+published task is lost, the row stays and the sweep publishes it again when
+it is due (``due_at``):
+
+- a stored message's row is due one ``CELERY_VISIBILITY_TIMEOUT`` after it
+  was written -- a published task still in the queue is not sent twice;
+- a refused publish makes it due ``CORRECTIONS_DETECTION_SWEEP_INTERVAL``
+  later;
+- the sweep sends a row at most ``CORRECTIONS_DETECTION_MAX_SENDS`` times
+  (a message the task keeps failing on is left to an operator, in admin).
+
+The task is safe to run twice (one correction per message), so a publish
+that reached the broker although it reported a failure costs a repeat only.
+Publishing costs no write on success: the row was written with the message.
 """
 
 from __future__ import annotations
@@ -14,13 +26,32 @@ from __future__ import annotations
 import logging
 from datetime import datetime, timedelta
 
+from django.conf import settings
 from django.db.models import F
 from django.utils import timezone
 
 from corrections.conf import setting
-from corrections.models import UndispatchedDetection
+from corrections.models import PendingDetection
 
 log = logging.getLogger(__name__)
+
+
+def _interval() -> timedelta:
+    return timedelta(seconds=setting("CORRECTIONS_DETECTION_SWEEP_INTERVAL"))
+
+
+def _visibility() -> timedelta:
+    return timedelta(seconds=settings.CELERY_VISIBILITY_TIMEOUT)
+
+
+def detection_pending(*, message, now: datetime | None = None) -> None:
+    """The outbox row of a user message being stored: call inside the
+    transaction that stores it."""
+    PendingDetection.objects.create(
+        message=message,
+        correlation_id=(message.correlation_id or "")[:64],
+        due_at=(now or timezone.now()) + _visibility(),
+    )
 
 
 def _publish(message_id: str, correlation_id: str) -> bool:
@@ -34,50 +65,55 @@ def _publish(message_id: str, correlation_id: str) -> bool:
     return True
 
 
+def _refused(message_id, now: datetime) -> None:
+    PendingDetection.objects.filter(message_id=message_id).update(
+        due_at=now + _interval(), failures=F("failures") + 1
+    )
+
+
 def detection_dispatch(*, message_id: str, correlation_id: str = "", now: datetime | None = None) -> bool:
-    """Publish the detection of one stored user message (after its commit);
-    on a failed publish, keep it in the outbox. True when published. Never
-    raises: the student's exchange is done whatever the broker does."""
+    """Publish the detection of one stored user message (after its commit).
+    True when published; a refused publish makes its outbox row due one sweep
+    interval later. Never raises: the student's exchange is done whatever the
+    broker does."""
     if _publish(message_id, correlation_id):
         return True
     try:
-        UndispatchedDetection.objects.update_or_create(
-            message_id=message_id,
-            defaults={"correlation_id": correlation_id[:64], "failed_at": now or timezone.now()},
-        )
+        _refused(message_id, now or timezone.now())
     except Exception:
-        # The database is down too: this one detection is lost, the exchange is not.
-        log.error("could not keep the detection of message %s for the sweep", message_id, exc_info=True)
+        # The database is down too: the row is due anyway, one visibility timeout on.
+        log.error("could not mark the detection of message %s as refused", message_id, exc_info=True)
     return False
 
 
+def detection_done(*, message_id) -> None:
+    """The detection of ``message_id`` has run: its outbox row goes."""
+    PendingDetection.objects.filter(message_id=message_id).delete()
+
+
 def detections_sweep(*, now: datetime | None = None) -> dict:
-    """Publish again the outbox rows whose last failure is older than
-    ``CORRECTIONS_DETECTION_SWEEP_INTERVAL``, oldest first, at most
-    ``CORRECTIONS_DETECTION_SWEEP_BATCH``. Each row is claimed by a
-    conditional UPDATE of its ``failed_at`` (two sweeps never publish one
-    row twice); published → deleted, failed again → kept, one more failure,
-    and the sweep stops there (the broker is down: the rest wait their turn)."""
+    """Publish again the outbox rows that are due, oldest first, at most
+    ``CORRECTIONS_DETECTION_SWEEP_BATCH``, each at most
+    ``CORRECTIONS_DETECTION_MAX_SENDS`` times. Each row is claimed by a
+    conditional UPDATE of its ``due_at`` (two sweeps never publish one row
+    twice), which also makes it due one visibility timeout later; a refused
+    publish makes it due one interval later instead, and the sweep stops there
+    (the broker is down: the rest wait their turn)."""
     now = now or timezone.now()
-    due = now - timedelta(seconds=setting("CORRECTIONS_DETECTION_SWEEP_INTERVAL"))
     rows = list(
-        UndispatchedDetection.objects.filter(failed_at__lte=due)
-        .order_by("failed_at")
-        .values_list("message_id", "correlation_id", "failed_at")[
-            : setting("CORRECTIONS_DETECTION_SWEEP_BATCH")
-        ]
+        PendingDetection.objects.filter(due_at__lte=now, sends__lt=setting("CORRECTIONS_DETECTION_MAX_SENDS"))
+        .order_by("due_at")
+        .values_list("message_id", "correlation_id", "due_at")[: setting("CORRECTIONS_DETECTION_SWEEP_BATCH")]
     )
     published = failed = 0
-    for message_id, correlation_id, failed_at in rows:
-        claimed = UndispatchedDetection.objects.filter(message_id=message_id, failed_at=failed_at)
-        if claimed.update(failed_at=now) != 1:
+    for message_id, correlation_id, due_at in rows:
+        claimed = PendingDetection.objects.filter(message_id=message_id, due_at=due_at)
+        if claimed.update(due_at=now + _visibility(), sends=F("sends") + 1) != 1:
             continue  # another sweep has it
-        mine = UndispatchedDetection.objects.filter(message_id=message_id, failed_at=now)
         if _publish(str(message_id), correlation_id):
-            mine.delete()
             published += 1
         else:
-            mine.update(failures=F("failures") + 1)
+            _refused(message_id, now)
             failed += 1
             # The broker is still down: the other rows would each wait out the
             # same connection timeout for nothing. They keep their place.

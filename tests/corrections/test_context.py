@@ -11,7 +11,7 @@ from corrections.bench import bulk_facts, bulk_memories
 from corrections.models import CorrectionCase, Fact, MemoryItem, ProcessRule
 from corrections.services.cases import case_dispute
 from tests.corrections.conftest import RAINFALL_500, RAINFALL_630, RAINFALL_QUESTION
-from tests.tutor.test_context import CONTEXT_GET_QUERIES, MESSAGE_POST_QUERIES
+from tests.tutor.test_context import CONTEXT_GET_QUERIES, DETECTION_QUERIES, MESSAGE_POST_QUERIES
 
 RAINFALL = ["北京", "年均", "降雨量"]
 
@@ -176,20 +176,25 @@ def seed_volume(course, student, n: int) -> None:
 # corrections providers' 3 (facts; preferences and memories in one statement;
 # process rules) among them, and the detection task's read of the message.
 # POST …/messages/ with a correction that conflicts with the course fact, the
-# costliest route: the 20 queries of the turn, then the detection task.
-CONFLICT_POST_QUERIES = 20 + sum(
-    {
-        "the message's text (a candidate), the message with its session, the assistant's previous one": 3,
-        "earlier corrections: of this message, with the same words": 2,
-        "the rate limit's count": 1,
-        "savepoint, INSERT the correction": 2,
-        "lock the course, the fact on the topic, the undecided case": 3,
-        "savepoint, INSERT the case, release": 3,
-        "the proposal; savepoint, INSERT it, release": 4,
-        "savepoint, INSERT the supporter, release; its counter": 4,
-        "user memory: the same statement, the same topic; INSERT it and its tokens": 4,
-        "UPDATE the correction's tiers and links, release": 2,
-    }.values()
+# costliest route: the queries of the turn, then the detection task.
+CONFLICT_POST_QUERIES = (
+    MESSAGE_POST_QUERIES
+    - DETECTION_QUERIES
+    + sum(
+        {
+            "the message's text (a candidate), the message with its session, the assistant's previous one": 3,
+            "earlier corrections: of this message, with the same words": 2,
+            "the rate limit's count": 1,
+            "savepoint, INSERT the correction": 2,
+            "lock the course, the fact on the topic, the undecided case": 3,
+            "savepoint, INSERT the case, release": 3,
+            "the proposal; savepoint, INSERT it, release": 4,
+            "savepoint, INSERT the supporter, release; its counter": 4,
+            "user memory: the same statement, the same topic; INSERT it and its tokens": 4,
+            "UPDATE the correction's tiers and links, release": 2,
+            "DELETE the message's outbox row": 1,
+        }.values()
+    )
 )
 
 

@@ -1,9 +1,10 @@
 """The detection outbox (SPEC §5: detection runs on every stored user message).
 
-A broker that cannot take the detection task after the message's commit
-leaves the message in the outbox (``UndispatchedDetection``); the sweep
-publishes it again once a sweep interval has passed, and the task, safe to
-run twice, records the correction once.
+Every stored user message has a ``PendingDetection`` row, written in its
+transaction, until its detection task has run. A web process that dies
+before publishing, a broker that refuses the task or loses it: the sweep
+publishes the detection again when its row is due, and the task, safe to run
+twice, records the correction once.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import pytest
 from django.utils import timezone
 from kombu.exceptions import OperationalError
 
-from corrections.models import Correction, Fact, UndispatchedDetection
+from corrections.models import Correction, Fact, PendingDetection
 from corrections.services.dispatch import detections_sweep
 from corrections.tasks import detect_correction, sweep_detections
 from tests.corrections.conftest import RAINFALL_500, RAINFALL_QUESTION
@@ -62,9 +63,9 @@ def test_a_detection_the_broker_refused_is_kept_and_sent_by_the_sweep(student, c
     chat.send(CORRECTION)  # the exchange succeeds; the detection cannot be published
 
     assert not Correction.objects.exists()
-    kept = UndispatchedDetection.objects.get()
+    kept = PendingDetection.objects.get()
     message = TutorMessage.objects.get(content=CORRECTION)
-    assert (kept.message_id, kept.failures) == (message.pk, 1)
+    assert (kept.message_id, kept.failures, kept.sends) == (message.pk, 1, 0)
     assert kept.correlation_id == message.correlation_id
 
     broker.up()
@@ -75,11 +76,70 @@ def test_a_detection_the_broker_refused_is_kept_and_sent_by_the_sweep(student, c
         "failed": 0,
     }
 
-    assert not UndispatchedDetection.objects.exists()
+    assert not PendingDetection.objects.exists()  # the task ran, and took its row
     correction = Correction.objects.get()
     assert (correction.message_id, correction.tiers) == (message.pk, ["system"])
     assert Fact.objects.get().statement == "北京年均降雨量是 630mm 左右"
     assert broker.published[-1] == (str(message.pk), message.correlation_id)
+
+
+@pytest.mark.django_db
+def test_a_web_process_that_dies_before_publishing_loses_no_detection(student, task, broker, settings):
+    """The message is committed and the on-commit publish never runs (the
+    process is gone): its outbox row, written in the same transaction, is
+    sent by the sweep once a visibility timeout has passed."""
+    from tests.factories import client_for
+
+    client = client_for(student)
+    session = client.post("/api/tutor/sessions/", {"task": task.pk}, format="json").json()["id"]
+    broker.up()
+    # No on-commit callback runs: in the test's transaction they are dropped, as by a crash.
+    response = client.post(f"/api/tutor/sessions/{session}/messages/", {"content": CORRECTION}, format="json")
+    assert response.status_code == 201
+    message = TutorMessage.objects.get(content=CORRECTION)
+    kept = PendingDetection.objects.get()
+    assert kept.message_id == message.pk and not broker.published and not Correction.objects.exists()
+
+    # A published task may still wait in the queue: not sent again before Redis would redeliver it.
+    assert detections_sweep(now=later(settings.CELERY_VISIBILITY_TIMEOUT - 5)) == {
+        "published": 0,
+        "failed": 0,
+    }
+    assert detections_sweep(now=later(settings.CELERY_VISIBILITY_TIMEOUT + 1)) == {
+        "published": 1,
+        "failed": 0,
+    }
+
+    assert Correction.objects.get().message_id == message.pk
+    assert not PendingDetection.objects.exists()
+
+
+@pytest.mark.django_db
+def test_only_user_messages_enter_the_outbox_and_a_failing_task_keeps_its_row(
+    student, chat_for, broker, settings, monkeypatch
+):
+    from corrections.services import intake
+
+    broker.up()
+    chat = chat_for(student)
+    chat.send("what now?", reply="Read the task again.")
+    assert not PendingDetection.objects.exists()  # detected, row gone; the reply never had one
+
+    def broken(**kwargs):
+        raise RuntimeError("detection bug")
+
+    monkeypatch.setattr(intake, "correction_detect_message", broken)
+    chat.send(CORRECTION)
+    kept = PendingDetection.objects.get()
+    assert kept.message_id == TutorMessage.objects.get(content=CORRECTION).pk
+
+    # The sweep sends it again at most CORRECTIONS_DETECTION_MAX_SENDS times, then leaves it to an operator.
+    settings.CORRECTIONS_DETECTION_MAX_SENDS = 2
+    visibility = settings.CELERY_VISIBILITY_TIMEOUT
+    for n in range(1, 4):
+        detections_sweep(now=later(n * (visibility + 1)))
+    assert PendingDetection.objects.get().sends == 2
+    assert len(broker.published) == 2 + 2  # the two turns' own publishes, two sweeps
 
 
 @pytest.mark.django_db
@@ -89,9 +149,9 @@ def test_a_sweep_while_the_broker_is_still_down_keeps_the_row(student, chat_for,
 
     assert detections_sweep(now=later(interval + 1)) == {"published": 0, "failed": 1}
 
-    kept = UndispatchedDetection.objects.get()
-    assert kept.failures == 2
-    # The failed retry counts as the last failure: the next try waits a whole interval again.
+    kept = PendingDetection.objects.get()
+    assert (kept.failures, kept.sends) == (2, 1)
+    # The refused retry makes it due a whole interval later again.
     assert detections_sweep(now=later(interval + 2)) == {"published": 0, "failed": 0}
     broker.up()
     assert detections_sweep(now=later(2 * interval + 2))["published"] == 1
@@ -103,16 +163,16 @@ def test_a_sweep_stops_at_the_first_publish_the_broker_still_refuses(student, ch
     chat = chat_for(student)
     for text in (CORRECTION, "I prefer short answers.", "我希望回答简短一些"):
         chat.send(text)
-    assert UndispatchedDetection.objects.count() == 3
+    assert PendingDetection.objects.count() == 3
     interval = settings.CORRECTIONS_DETECTION_SWEEP_INTERVAL
 
     assert detections_sweep(now=later(interval + 1)) == {"published": 0, "failed": 1}
 
-    assert sorted(UndispatchedDetection.objects.values_list("failures", flat=True)) == [1, 1, 2]
+    assert sorted(PendingDetection.objects.values_list("failures", flat=True)) == [1, 1, 2]
     broker.up()
     assert detections_sweep(now=later(interval + 2)) == {"published": 2, "failed": 0}  # the two that waited
     assert detections_sweep(now=later(2 * interval + 2)) == {"published": 1, "failed": 0}
-    assert not UndispatchedDetection.objects.exists()
+    assert not PendingDetection.objects.exists()
 
 
 @pytest.mark.django_db
@@ -122,7 +182,7 @@ def test_a_row_another_sweep_claimed_meanwhile_is_left_to_it(
     chat = chat_for(student)
     for text in ("I prefer short answers.", "我希望回答简短一些"):
         chat.send(text)
-    first, second = UndispatchedDetection.objects.order_by("failed_at").values_list("message_id", flat=True)
+    first, second = PendingDetection.objects.order_by("due_at").values_list("message_id", flat=True)
     now = later(settings.CORRECTIONS_DETECTION_SWEEP_INTERVAL + 1)
     broker.up()
     real = detect_correction.delay
@@ -144,8 +204,8 @@ def test_a_row_another_sweep_claimed_meanwhile_is_left_to_it(
     assert inner == [{"published": 0, "failed": 1}] and outer == {"published": 1, "failed": 0}
     assert [args[0] for args in broker.published] == [str(first)]
     # The other sweep's failure stands: the row waits a whole interval, not re-sent at once.
-    assert UndispatchedDetection.objects.get().message_id == second
-    assert UndispatchedDetection.objects.get().failures == 2
+    kept = PendingDetection.objects.get()
+    assert (kept.message_id, kept.failures, kept.sends) == (second, 2, 1)
 
 
 @pytest.mark.django_db
@@ -154,19 +214,19 @@ def test_a_repeat_after_the_detection_ran_writes_nothing_twice(student, chat_for
     message = TutorMessage.objects.get(content=CORRECTION)
     broker.up()
     detect_correction.apply(args=[str(message.pk)])  # e.g. the failed publish did reach the broker
+    assert not PendingDetection.objects.exists()
+    detect_correction.apply(args=[str(message.pk)])  # and a duplicate delivery
 
-    assert detections_sweep(now=later(settings.CORRECTIONS_DETECTION_SWEEP_INTERVAL + 1))["published"] == 1
-
-    assert Correction.objects.count() == 1 and not UndispatchedDetection.objects.exists()
+    assert Correction.objects.count() == 1 and not PendingDetection.objects.exists()
 
 
 @pytest.mark.django_db
-def test_a_published_detection_leaves_no_outbox_row(student, chat_for, broker):
+def test_a_published_detection_leaves_no_outbox_row_once_it_ran(student, chat_for, broker):
     broker.up()
     chat_for(student).send(CORRECTION)
 
     assert Correction.objects.count() == 1
-    assert not UndispatchedDetection.objects.exists()
+    assert not PendingDetection.objects.exists()
 
 
 @pytest.mark.django_db
@@ -186,8 +246,8 @@ def test_superusers_see_the_outbox_in_admin_read_only_and_course_staff_do_not(
 
     chat = chat_for(student)
     chat.send(CORRECTION)  # the broker is down: the detection waits in the outbox
-    kept = UndispatchedDetection.objects.get()
-    url = "/admin/corrections/undispatcheddetection/"
+    kept = PendingDetection.objects.get()
+    url = "/admin/corrections/pendingdetection/"
 
     page = admin_client.get(url)
 

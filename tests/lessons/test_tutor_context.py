@@ -24,6 +24,7 @@ from tests.factories import (
 from tests.lessons.conftest import bulk_lessons, make_lesson
 from tests.tutor.test_context import (
     CONTEXT_GET_QUERIES,
+    DETECTION_QUERIES,
     MESSAGE_POST_QUERIES,
     open_session,
     send,
@@ -330,10 +331,10 @@ def test_the_context_preview_makes_one_lesson_query_whatever_the_library(
 # POST …/messages/ with three lessons recalled: tests.tutor.test_context's
 # MESSAGE_POST_QUERIES (whose recall statement carries the stage counts, and
 # whose last are the trace INSERT and the correction detection run on commit,
-# which this test leaves uncalled: -1) plus, in the after-send step: savepoint,
-# RecalledLesson INSERT, LessonHit INSERT, hit_count UPDATE of this trace's
-# hits, lessons to promote, release (6).
-MESSAGE_POST_WITH_LESSONS_QUERIES = MESSAGE_POST_QUERIES - 1 + 6
+# which this test leaves uncalled: -DETECTION_QUERIES) plus, in the after-send
+# step: savepoint, RecalledLesson INSERT, LessonHit INSERT, hit_count UPDATE of
+# this trace's hits, lessons to promote, release (6).
+MESSAGE_POST_WITH_LESSONS_QUERIES = MESSAGE_POST_QUERIES - DETECTION_QUERIES + 6
 
 
 @pytest.mark.django_db

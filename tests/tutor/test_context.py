@@ -695,7 +695,8 @@ def seed_volume(student, task, session_id, n: int) -> None:
 #   token auth (1); the caller's session with task, course and rubric (1);
 #   claim the session: UPDATE ... WHERE reply pending is null (1);
 #   its message count, read under the claim (1);
-#   store the user message: savepoint, INSERT, UPDATE message_count, release (4);
+#   store the user message: savepoint, INSERT, its detection's outbox row
+#   (the corrections app's post_save), UPDATE message_count, release (5);
 #   earlier messages (1); feedback selection, one statement (1);
 #   lessons recall with the scope's stage counts, one statement (1);
 #   ModelCall row of the tutor call (1);
@@ -703,9 +704,12 @@ def seed_volume(student, task, session_id, n: int) -> None:
 #   the corrections app's providers: facts, preferences and memories (one
 #   statement for both), process rules (3);
 #   the lessons' recall trace, no lesson recalled: INSERT (1);
-#   correction detection, run after commit in-process (eager Celery, the embedded
-#   default): one read of the message -- "what now?" is no correction (1).
-MESSAGE_POST_QUERIES = 21
+#   then correction detection, run after commit in-process (eager Celery, the
+#   embedded default): DETECTION_QUERIES.
+# Detection of "what now?": one read of the message's text -- no correction --
+# and the DELETE of its outbox row once it has run (2).
+DETECTION_QUERIES = 2
+MESSAGE_POST_QUERIES = 21 + DETECTION_QUERIES
 # GET /api/tutor/context/:
 #   token auth (1); the task within the caller's enrolment with the open
 #   session's id, one statement (1); earlier messages (1); feedback selection (1);

@@ -31,10 +31,12 @@ ADDRPORT = re.compile(r"(?P<host>[^:\s]+|\[[0-9a-fA-F:]+\]):(?P<port>\d{1,5})")
 
 def sweep_once() -> None:
     """One round of the periodic sweep: review attempts (SPEC §2), the reply
-    claims of killed web workers (SPEC §4) and LMS score retries (SPEC §12:
-    in eager mode only the sweep sends them)."""
+    claims of killed web workers (SPEC §4), correction detections still in
+    their outbox (SPEC §5) and LMS score retries (SPEC §12: in eager mode only
+    the sweep sends them)."""
     from django.db import close_old_connections
 
+    from corrections.services.dispatch import detections_sweep
     from feedback.services.worker import attempts_sweep
     from tutor.lti.services.scores import scores_sweep
     from tutor.sessions import sessions_release_stale
@@ -42,6 +44,7 @@ def sweep_once() -> None:
     close_old_connections()
     attempts_sweep()
     sessions_release_stale()
+    detections_sweep()
     scores_sweep()
 
 
@@ -55,8 +58,9 @@ def maintain_once() -> None:
 class Command(DomainCommand):
     help = (
         "Run the web server (gunicorn with tutor/gunicorn_conf.py); in the embedded mode (no "
-        "REDIS_URL) also run on a thread what beat would: the sweep of review attempts and tutor "
-        "reply claims, the LMS score sweep and the hourly SQLite statistics refresh."
+        "REDIS_URL) also run on a thread what beat would: the sweep of review attempts, tutor "
+        "reply claims and pending correction detections, the LMS score sweep and the hourly SQLite "
+        "statistics refresh."
     )
 
     def add_arguments(self, parser):
