@@ -21,6 +21,7 @@ from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 from django.utils.timesince import timesince
 
+from corrections.conf import setting
 from corrections.models import (
     UNDECIDED_CASE_STATUSES,
     Correction,
@@ -34,6 +35,7 @@ from corrections.models import (
     ProposalSupporter,
 )
 from corrections.services.cases import case_accept, case_claim, case_dispute, case_reject
+from corrections.services.dispatch import detections_send_again
 from corrections.services.facts import fact_set_pinned
 from tutor import access
 from tutor.admin_scoping import CappedCountPaginator, CourseScopedAdmin, ReadOnlyAdmin, ScopedFilter
@@ -406,6 +408,24 @@ class ProcessRuleAdmin(CourseScopedAdmin, ReadOnlyAdmin):
     list_select_related = ["course", "approved_by"]
 
 
+class GivenUpFilter(admin.SimpleListFilter):
+    """Rows the sweep sent ``CORRECTIONS_DETECTION_MAX_SENDS`` times: it sends them no more."""
+
+    title = "sweep"
+    parameter_name = "given_up"
+
+    def lookups(self, request, model_admin):
+        return [("yes", "Given up (sent the most times)"), ("no", "Still sent by the sweep")]
+
+    def queryset(self, request, queryset):
+        most = setting("CORRECTIONS_DETECTION_MAX_SENDS")
+        if self.value() == "yes":
+            return queryset.filter(sends__gte=most)
+        if self.value() == "no":
+            return queryset.filter(sends__lt=most)
+        return queryset
+
+
 @admin.register(PendingDetection)
 class PendingDetectionAdmin(ReadOnlyAdmin):
     """The detection outbox: user messages whose detection has not run yet.
@@ -416,11 +436,23 @@ class PendingDetectionAdmin(ReadOnlyAdmin):
 
     paginator = CappedCountPaginator
     list_display = ["message_id", "due_at", "failures", "sends", "created_at", "correlation_id"]
+    list_filter = [GivenUpFilter]
     ordering = ["due_at"]
     show_full_result_count = False
+    actions = ["send_again"]
 
     def has_view_permission(self, request, obj=None):
         return request.user.is_superuser
+
+    def has_resend_permission(self, request):
+        return request.user.is_superuser
+
+    @admin.action(description="Send the selected detections again", permissions=["resend"])
+    def send_again(self, request, queryset):
+        count = detections_send_again(message_ids=queryset.values_list("message_id", flat=True))
+        self.message_user(
+            request, f"{count} detection(s) due now; the next sweep sends them.", messages.SUCCESS
+        )
 
 
 @admin.register(MemoryItem)

@@ -192,6 +192,14 @@ if not WEB_REQUEST_BUDGET < WEB_TIMEOUT:
         "(TUTOR_LLM_RETRIES+1) x TUTOR_LLM_TIMEOUT + backoff + overhead"
         + ("" if REDIS_URL else ", or an eager review without REDIS_URL")
     )
+# A stored user message's detection is sent again by the sweep one
+# visibility timeout after it was stored (corrections.services.dispatch):
+# never while its own tutor turn may still be calling the model (SPEC §5).
+if not TUTOR_REQUEST_BUDGET < CELERY_VISIBILITY_TIMEOUT:
+    raise ImproperlyConfigured(
+        f"CELERY_VISIBILITY_TIMEOUT ({CELERY_VISIBILITY_TIMEOUT}s) must exceed the tutor request budget "
+        f"{TUTOR_REQUEST_BUDGET:.0f}s = (TUTOR_LLM_RETRIES+1) x TUTOR_LLM_TIMEOUT + backoff + overhead"
+    )
 
 CELERY_TASK_ALWAYS_EAGER = REDIS_URL is None
 CELERY_TASK_EAGER_PROPAGATES = False

@@ -14,7 +14,9 @@ it is due (``due_at``):
 - a refused publish makes it due ``CORRECTIONS_DETECTION_SWEEP_INTERVAL``
   later;
 - the sweep sends a row at most ``CORRECTIONS_DETECTION_MAX_SENDS`` times
-  (a message the task keeps failing on is left to an operator, in admin).
+  (a message the task keeps failing on is logged and left to an operator,
+  who can send it again from admin); a publish the broker refused does not
+  count as a send.
 
 The task is safe to run twice (one correction per message), so a publish
 that reached the broker although it reported a failure costs a repeat only.
@@ -27,6 +29,7 @@ import logging
 from datetime import datetime, timedelta
 
 from django.conf import settings
+from django.db import connection
 from django.db.models import F
 from django.utils import timezone
 
@@ -65,10 +68,13 @@ def _publish(message_id: str, correlation_id: str) -> bool:
     return True
 
 
-def _refused(message_id, now: datetime) -> None:
-    PendingDetection.objects.filter(message_id=message_id).update(
-        due_at=now + _interval(), failures=F("failures") + 1
-    )
+def _refused(message_id, now: datetime, *, claimed: bool = False) -> None:
+    """A refused publish: due one interval later. A send the sweep claimed is
+    given back -- a broker outage never uses up a message's sends."""
+    changes = {"due_at": now + _interval(), "failures": F("failures") + 1}
+    if claimed:
+        changes["sends"] = F("sends") - 1
+    PendingDetection.objects.filter(message_id=message_id).update(**changes)
 
 
 def detection_dispatch(*, message_id: str, correlation_id: str = "", now: datetime | None = None) -> bool:
@@ -86,9 +92,23 @@ def detection_dispatch(*, message_id: str, correlation_id: str = "", now: dateti
     return False
 
 
+def detections_send_again(*, message_ids) -> int:
+    """An operator's retry: the rows are due now, with all their sends back."""
+    return PendingDetection.objects.filter(message_id__in=list(message_ids)).update(
+        due_at=timezone.now(), sends=0
+    )
+
+
 def detection_done(*, message_id) -> None:
-    """The detection of ``message_id`` has run: its outbox row goes."""
-    PendingDetection.objects.filter(message_id=message_id).delete()
+    """The detection of ``message_id`` has run: its outbox row goes, in one
+    statement. (``QuerySet.delete()`` would wrap its DELETE in a transaction
+    of its own -- BEGIN and COMMIT around it -- on every user message.)"""
+    table = connection.ops.quote_name(PendingDetection._meta.db_table)
+    column = connection.ops.quote_name(PendingDetection._meta.pk.column)
+    value = PendingDetection._meta.pk.get_db_prep_value(message_id, connection)
+    with connection.cursor() as cursor:
+        # Identifiers come from model metadata; the value is a parameter.
+        cursor.execute(f"DELETE FROM {table} WHERE {column} = %s", [value])  # noqa: S608
 
 
 def detections_sweep(*, now: datetime | None = None) -> dict:
@@ -103,17 +123,27 @@ def detections_sweep(*, now: datetime | None = None) -> dict:
     rows = list(
         PendingDetection.objects.filter(due_at__lte=now, sends__lt=setting("CORRECTIONS_DETECTION_MAX_SENDS"))
         .order_by("due_at")
-        .values_list("message_id", "correlation_id", "due_at")[: setting("CORRECTIONS_DETECTION_SWEEP_BATCH")]
+        .values_list("message_id", "correlation_id", "due_at", "sends")[
+            : setting("CORRECTIONS_DETECTION_SWEEP_BATCH")
+        ]
     )
     published = failed = 0
-    for message_id, correlation_id, due_at in rows:
+    most = setting("CORRECTIONS_DETECTION_MAX_SENDS")
+    for message_id, correlation_id, due_at, sends in rows:
         claimed = PendingDetection.objects.filter(message_id=message_id, due_at=due_at)
         if claimed.update(due_at=now + _visibility(), sends=F("sends") + 1) != 1:
             continue  # another sweep has it
         if _publish(str(message_id), correlation_id):
             published += 1
+            if sends + 1 >= most:
+                log.error(
+                    "detection of message %s sent for the last time (%d sends); if it does not complete, "
+                    "it waits for an operator (admin: Pending detections)",
+                    message_id,
+                    sends + 1,
+                )
         else:
-            _refused(message_id, now)
+            _refused(message_id, now, claimed=True)
             failed += 1
             # The broker is still down: the other rows would each wait out the
             # same connection timeout for nothing. They keep their place.

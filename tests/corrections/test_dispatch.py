@@ -9,6 +9,7 @@ twice, records the correction once.
 
 from __future__ import annotations
 
+import logging
 from datetime import timedelta
 
 import pytest
@@ -116,7 +117,7 @@ def test_a_web_process_that_dies_before_publishing_loses_no_detection(student, t
 
 @pytest.mark.django_db
 def test_only_user_messages_enter_the_outbox_and_a_failing_task_keeps_its_row(
-    student, chat_for, broker, settings, monkeypatch
+    student, chat_for, broker, settings, monkeypatch, caplog
 ):
     from corrections.services import intake
 
@@ -133,13 +134,19 @@ def test_only_user_messages_enter_the_outbox_and_a_failing_task_keeps_its_row(
     kept = PendingDetection.objects.get()
     assert kept.message_id == TutorMessage.objects.get(content=CORRECTION).pk
 
-    # The sweep sends it again at most CORRECTIONS_DETECTION_MAX_SENDS times, then leaves it to an operator.
+    # The sweep sends it again at most CORRECTIONS_DETECTION_MAX_SENDS times,
+    # says so on the last, then leaves it to an operator.
     settings.CORRECTIONS_DETECTION_MAX_SENDS = 2
     visibility = settings.CELERY_VISIBILITY_TIMEOUT
-    for n in range(1, 4):
-        detections_sweep(now=later(n * (visibility + 1)))
+    with caplog.at_level(logging.ERROR, logger="corrections.services.dispatch"):
+        for n in range(1, 4):
+            detections_sweep(now=later(n * (visibility + 1)))
     assert PendingDetection.objects.get().sends == 2
     assert len(broker.published) == 2 + 2  # the two turns' own publishes, two sweeps
+    assert [r.getMessage() for r in caplog.records if "for the last time" in r.getMessage()] == [
+        f"detection of message {kept.message_id} sent for the last time (2 sends); if it does not "
+        "complete, it waits for an operator (admin: Pending detections)"
+    ]
 
 
 @pytest.mark.django_db
@@ -150,12 +157,26 @@ def test_a_sweep_while_the_broker_is_still_down_keeps_the_row(student, chat_for,
     assert detections_sweep(now=later(interval + 1)) == {"published": 0, "failed": 1}
 
     kept = PendingDetection.objects.get()
-    assert (kept.failures, kept.sends) == (2, 1)
+    assert (kept.failures, kept.sends) == (2, 0)  # a refused publish gives its send back
     # The refused retry makes it due a whole interval later again.
     assert detections_sweep(now=later(interval + 2)) == {"published": 0, "failed": 0}
     broker.up()
     assert detections_sweep(now=later(2 * interval + 2))["published"] == 1
     assert Correction.objects.count() == 1
+
+
+@pytest.mark.django_db
+def test_an_outage_longer_than_the_sends_allowed_loses_no_detection(student, chat_for, broker, settings):
+    chat_for(student).send(CORRECTION)
+    interval = settings.CORRECTIONS_DETECTION_SWEEP_INTERVAL
+    settings.CORRECTIONS_DETECTION_MAX_SENDS = 2
+
+    for n in range(1, 6):  # five refused sweeps, more than the two sends allowed
+        assert detections_sweep(now=later(n * (interval + 1))) == {"published": 0, "failed": 1}
+    broker.up()
+
+    assert detections_sweep(now=later(6 * (interval + 1))) == {"published": 1, "failed": 0}
+    assert Correction.objects.count() == 1 and not PendingDetection.objects.exists()
 
 
 @pytest.mark.django_db
@@ -205,7 +226,7 @@ def test_a_row_another_sweep_claimed_meanwhile_is_left_to_it(
     assert [args[0] for args in broker.published] == [str(first)]
     # The other sweep's failure stands: the row waits a whole interval, not re-sent at once.
     kept = PendingDetection.objects.get()
-    assert (kept.message_id, kept.failures, kept.sends) == (second, 2, 1)
+    assert (kept.message_id, kept.failures, kept.sends) == (second, 2, 0)
 
 
 @pytest.mark.django_db
@@ -259,3 +280,28 @@ def test_superusers_see_the_outbox_in_admin_read_only_and_course_staff_do_not(
     staff_browser = Client()
     staff_browser.force_login(staff)
     assert staff_browser.get(url).status_code == 403
+
+
+@pytest.mark.django_db
+def test_a_superuser_sends_given_up_detections_again_from_admin(
+    student, chat_for, broker, admin_client, settings
+):
+    chat_for(student).send(CORRECTION)
+    settings.CORRECTIONS_DETECTION_MAX_SENDS = 1
+    detections_sweep(now=later(settings.CORRECTIONS_DETECTION_SWEEP_INTERVAL + 1))  # refused: no send used
+    PendingDetection.objects.update(sends=1)  # as after a send that never completed
+    url = "/admin/corrections/pendingdetection/"
+    kept = PendingDetection.objects.get()
+    assert str(kept.message_id) in admin_client.get(url, {"given_up": "yes"}).content.decode()
+    assert str(kept.message_id) not in admin_client.get(url, {"given_up": "no"}).content.decode()
+    assert detections_sweep(now=later(10 * settings.CELERY_VISIBILITY_TIMEOUT))["published"] == 0
+
+    response = admin_client.post(
+        url, {"action": "send_again", "_selected_action": [str(kept.pk)]}, follow=True
+    )
+
+    assert "1 detection(s) due now" in response.content.decode()
+    assert PendingDetection.objects.get().sends == 0
+    broker.up()
+    assert detections_sweep(now=later(1))["published"] == 1
+    assert Correction.objects.count() == 1 and not PendingDetection.objects.exists()

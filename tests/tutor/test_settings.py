@@ -116,6 +116,19 @@ def test_bad_database_url_stops_start_up_without_echoing_the_password(url):
         ({"TUTOR_LLM_TIMEOUT": "200"}, "REVIEW_SOFT_TIME_LIMIT"),
         ({"REVIEW_HARD_TIME_LIMIT": "360"}, "REVIEW_HARD_TIME_LIMIT"),
         ({"CELERY_VISIBILITY_TIMEOUT": "420"}, "CELERY_VISIBILITY_TIMEOUT"),
+        # Reviews nest (one generation, one try of 100 s), but a tutor turn may
+        # take 110 s: the sweep could send its detection during the model call.
+        (
+            {
+                "REVIEW_MAX_GENERATIONS": "1",
+                "TUTOR_LLM_RETRIES": "0",
+                "TUTOR_LLM_TIMEOUT": "100",
+                "REVIEW_SOFT_TIME_LIMIT": "101",
+                "REVIEW_HARD_TIME_LIMIT": "102",
+                "CELERY_VISIBILITY_TIMEOUT": "103",
+            },
+            "CELERY_VISIBILITY_TIMEOUT (103s) must exceed the tutor request budget 110s",
+        ),
     ],
 )
 def test_timeouts_that_do_not_nest_stop_start_up(env, named):

@@ -42,10 +42,12 @@ def sweep_once() -> None:
     from tutor.sessions import sessions_release_stale
 
     close_old_connections()
-    attempts_sweep()
-    sessions_release_stale()
-    detections_sweep()
-    scores_sweep()
+    # Each on its own: one that fails (a database error) does not hold the others back.
+    for sweep in (attempts_sweep, sessions_release_stale, detections_sweep, scores_sweep):
+        try:
+            sweep()
+        except Exception:
+            log.exception("the sweep %s failed", sweep.__name__)
 
 
 def maintain_once() -> None:
