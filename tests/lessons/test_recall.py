@@ -526,12 +526,28 @@ def test_recall_from_a_text_matches_brute_force(course, specs, tags, words):
         transaction.set_rollback(True)
 
 
+def assert_looks_up_by_key_and_id(statement) -> None:
+    """Keys through their indexes, lessons by primary key, never a scan of
+    every lesson (PostgreSQL: ``= ANY(ARRAY(…))``, no semi-join)."""
+    from django.db import connection
+
+    sql, params = statement.query.get_compiler(connection.alias).as_sql()
+    if connection.vendor == "postgresql":
+        assert '"lessons_lesson"."id" = ANY(ARRAY(SELECT' in sql
+        return
+    with connection.cursor() as cursor:
+        cursor.execute(f"EXPLAIN QUERY PLAN {sql}", params)
+        plan = "\n".join(str(row[-1]) for row in cursor.fetchall())
+    assert "SEARCH lessons_lesson USING INDEX sqlite_autoindex_lessons_lesson_1 (id=?)" in plan
+    assert "lessonkey_value_idx" in plan and "lessonkey_anchor_idx" in plan
+    assert "SCAN lessons_lesson" not in plan
+
+
 @pytest.mark.django_db
 def test_the_recall_statement_looks_lessons_up_by_key_and_id_never_by_scanning(course):
     """The plan behind the query budget: keys through their indexes, lessons by
     primary key (PostgreSQL: ``= ANY(ARRAY(…))``, so no semi-join over a
     sequential scan of every lesson)."""
-    from django.db import connection
 
     from lessons import selectors
     from tests.lessons.conftest import bulk_lessons
@@ -545,15 +561,5 @@ def test_the_recall_statement_looks_lessons_up_by_key_and_id_never_by_scanning(c
         haystack="\x01x\x01 \x01err\x01",
     )
     statement = selectors._statement(query, PARAMS, TODAY, with_counts=False)
-    sql, params = statement.query.get_compiler(connection.alias).as_sql()
-
-    if connection.vendor == "postgresql":
-        assert '"lessons_lesson"."id" = ANY(ARRAY(SELECT' in sql
-    else:
-        with connection.cursor() as cursor:
-            cursor.execute(f"EXPLAIN QUERY PLAN {sql}", params)
-            plan = "\n".join(str(row[-1]) for row in cursor.fetchall())
-        assert "SEARCH lessons_lesson USING INDEX sqlite_autoindex_lessons_lesson_1 (id=?)" in plan
-        assert "lessonkey_value_idx" in plan and "lessonkey_anchor_idx" in plan
-        assert "SCAN lessons_lesson" not in plan
+    assert_looks_up_by_key_and_id(statement)
     assert len(list(statement)) == 200 + 1  # every lesson a candidate, and the phrase "x err"

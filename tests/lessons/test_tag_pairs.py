@@ -19,6 +19,7 @@ from lessons.models import LessonKey
 from lessons.recall import RecallParams
 from lessons.text import BOUNDARY, tag_pairs
 from tests.lessons.conftest import bulk_lessons, make_lesson
+from tests.lessons.test_recall import assert_looks_up_by_key_and_id
 
 PARAMS = RecallParams(
     w_tag=0.5, w_symptom=0.3, w_decay=0.2, decay_days=30, floor=0.4, top_k=3, budget_tokens=800, max_lines=200
@@ -103,15 +104,7 @@ def test_the_pairs_statement_looks_keys_up_by_index_and_lessons_by_id(course):
 
     kinds = {p for p in params if p in LessonKey.Kind.values}
     assert kinds == {"tag_pair", "symptom"}  # no single tag is looked up
-    if connection.vendor == "postgresql":
-        assert '"lessons_lesson"."id" = ANY(ARRAY(SELECT' in sql
-    else:
-        with connection.cursor() as cursor:
-            cursor.execute(f"EXPLAIN QUERY PLAN {sql}", params)
-            plan = "\n".join(str(row[-1]) for row in cursor.fetchall())
-        assert "SEARCH lessons_lesson USING INDEX sqlite_autoindex_lessons_lesson_1 (id=?)" in plan
-        assert "lessonkey_value_idx" in plan and "lessonkey_anchor_idx" in plan
-        assert "SCAN lessons_lesson" not in plan
+    assert_looks_up_by_key_and_id(statement)
     assert len(list(statement)) == 200 + 1  # every lesson shares the pair (a, b); the phrase "x err"
 
 

@@ -22,15 +22,14 @@ from dataclasses import dataclass
 
 from django.contrib.auth import get_user_model
 from django.core.management.base import CommandError
-from django.db import connection, transaction
+from django.db import connection
 
-from feedback.models import AttemptStatus, ReviewAttempt, Submission
+from feedback.models import AttemptStatus, Submission
 from feedback.services.retention import attempts_purge
-from feedback.services.sequences import next_seq
 from feedback.tasks import review_attempt
 from feedback.versions import current_versions
 from lessons.models import Lesson
-from tutor.bench.seeding import BENCH_RANDOM_SEED, Bench, SubmissionsSeeder, attempt
+from tutor.bench.seeding import BENCH_RANDOM_SEED, Bench, SubmissionsSeeder, attempt, store_numbered
 
 # Untimed reviews first: the first ones compile queries and fill caches.
 REVIEW_WARMUP = 5
@@ -59,15 +58,7 @@ def _queued(bench: Bench, student_id: int, count: int) -> tuple[list[uuid.UUID],
         previous_id = submission.pk
         submissions.append(submission)
         attempts.append(attempt(submission, stamp, {}, "queued", rng))
-    with transaction.atomic():
-        first = next_seq("submission", len(submissions))
-        for offset, submission in enumerate(submissions):
-            submission.submission_seq = first + offset
-        first = next_seq("attempt", len(attempts))
-        for offset, row in enumerate(attempts):
-            row.attempt_seq = first + offset
-        Submission.objects.bulk_create(submissions)
-        ReviewAttempt.objects.bulk_create(attempts)
+    store_numbered(submissions, attempts)
     return [s.pk for s in submissions], [a.pk for a in attempts]
 
 

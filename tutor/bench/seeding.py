@@ -175,18 +175,7 @@ class SubmissionsSeeder:
                 submissions.append(submission)
                 for outcome in ("unavailable", "fail_long") if last else attempt_outcomes(rng):
                     attempts.append(attempt(submission, stamps[task.pk], results[task.pk], outcome, rng))
-            # Rows are built before the transaction, so the counters are locked
-            # for the inserts only; submission before attempt, as in
-            # submission_create, so two writers never wait on each other's counter.
-            with transaction.atomic():
-                first = next_seq("submission", len(submissions))
-                for offset, submission in enumerate(submissions):
-                    submission.submission_seq = first + offset
-                first = next_seq("attempt", len(attempts))
-                for offset, row in enumerate(attempts):
-                    row.attempt_seq = first + offset
-                Submission.objects.bulk_create(submissions)
-                ReviewAttempt.objects.bulk_create(attempts)
+            store_numbered(submissions, attempts)
             progress.update(start + len(submissions))
 
     @staticmethod
@@ -227,6 +216,22 @@ class SubmissionsSeeder:
             attempts_purge(submission_ids=ids, reason="bench_context cleanup", course=course)
             done += len(ids)
             progress.update(done)
+
+
+def store_numbered(submissions: list[Submission], attempts: list[ReviewAttempt]) -> None:
+    """Number the built rows from the sequence counters (gapless) and insert
+    them. Rows are built before the transaction, so the counters are locked
+    for the inserts only; submission before attempt, as in submission_create,
+    so two writers never wait on each other's counter."""
+    with transaction.atomic():
+        first = next_seq("submission", len(submissions))
+        for offset, submission in enumerate(submissions):
+            submission.submission_seq = first + offset
+        first = next_seq("attempt", len(attempts))
+        for offset, row in enumerate(attempts):
+            row.attempt_seq = first + offset
+        Submission.objects.bulk_create(submissions)
+        ReviewAttempt.objects.bulk_create(attempts)
 
 
 def review_results(task: Task) -> dict[str, dict]:
