@@ -15,6 +15,7 @@ from django.db import models
 from django.db.models import Q
 
 from feedback.models import ReviewAttempt, Submission
+from tutor import tags as task_tags
 from tutor.models import Course, Task, TutorSession
 
 # SPEC §6: at most three ``add`` deltas per signal attempt, across requests.
@@ -23,9 +24,10 @@ DELTA_MAX_ADDS = 3
 
 TITLE_MAX_CHARS = 200
 BODY_MAX_CHARS = 4000
-TAG_MAX_CHARS = 64
+# A lesson's tags come from a task's (capture): one limit for both.
+TAG_MAX_CHARS = task_tags.TAG_MAX_CHARS
+MAX_TAGS = task_tags.MAX_TAGS
 SYMPTOM_MAX_CHARS = 200
-MAX_TAGS = 20
 MAX_SYMPTOMS = 20
 
 

@@ -52,6 +52,8 @@ class Decision(models.TextChoices):
 
 FILTER_DECISIONS = (Decision.FILTERED_STATUS, Decision.FILTERED_EXPIRED)
 SCORED_DECISIONS = (Decision.FLOOR, Decision.TOP_K, Decision.BUDGET, Decision.RECALLED)
+# Every decision, in order: ``Decision.values`` rebuilds its list on each read.
+DECISIONS = tuple(Decision.values)
 
 
 @dataclass(frozen=True)
@@ -165,10 +167,10 @@ class RecallResult:
         counts[Decision.FLOOR] += max(totals.active - sum(reached[d] for d in SCORED_DECISIONS), 0)
         counts[Decision.FILTERED_STATUS] = max(totals.other_status, reached[Decision.FILTERED_STATUS])
         counts[Decision.FILTERED_EXPIRED] = max(totals.expired, reached[Decision.FILTERED_EXPIRED])
-        listed = dict.fromkeys(Decision.values, 0)
+        listed = dict.fromkeys(DECISIONS, 0)
         for line in self.lines:
             listed[line["decision"]] += 1
-        omitted = {d: counts[d] - listed[d] for d in Decision.values if counts[d] - listed[d] > 0}
+        omitted = {d: counts[d] - listed[d] for d in DECISIONS if counts[d] - listed[d] > 0}
         return replace(self, counts=counts, omitted=omitted)
 
     @property
@@ -313,7 +315,7 @@ def recall(
 
     filtered_lines, scored_lines = _lines(filtered, candidates, recalled, params) if lines else ([], [])
 
-    reached = dict.fromkeys(Decision.values, 0)
+    reached = dict.fromkeys(DECISIONS, 0)
     for item in candidates:
         reached[item.decision] += 1
     for _, decision in filtered:

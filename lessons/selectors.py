@@ -533,7 +533,8 @@ def _recall_query(course_ids, tags, symptoms, texts: list[str] | None) -> _Query
         return _Query(course_ids=course_ids, tags=ctx_tags, symptoms=normalize_list(symptoms))
     anchors: set[str] = set()
     haystack = []
-    for text in texts:
+    # Feedback items repeat one evidence text per criterion: each text counts once.
+    for text in dict.fromkeys(texts):
         if not text:
             continue
         tokens, mark = (_cached_piece if len(text) <= TEXT_CACHE_MAX_CHARS else _piece)(text)

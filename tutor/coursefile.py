@@ -19,6 +19,7 @@ from tutor.audit import audit_record
 from tutor.errors import DomainError
 from tutor.models import AuditEvent, Course, Rubric, Task
 from tutor.rubrics import RUBRIC_ID_MAX_CHARS, CheckType, CriterionKind, Visibility
+from tutor.tags import tags_problem
 
 SLUG_MAX_CHARS = 64
 
@@ -67,6 +68,16 @@ def _str_list(data: dict, key: str, where: str) -> list[str]:
         return []
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
         raise CourseFileError(f"{where}{key}", "must be a list of strings")
+    return value
+
+
+def _tags(data: dict, where: str) -> list[str]:
+    value = data.get("tags", [])
+    if value is None:
+        return []
+    problem = tags_problem(value)
+    if problem is not None:
+        raise CourseFileError(f"{where}tags{problem[0]}", problem[1])
     return value
 
 
@@ -223,7 +234,7 @@ def validate_course(data: Any) -> CourseSpec:
                 goal=_str(raw, "goal", at, required=False),
                 steps=_str_list(raw, "steps", at),
                 materials=_str(raw, "materials", at, required=False),
-                tags=_str_list(raw, "tags", at),
+                tags=_tags(raw, at),
                 rubric_version=version,
                 criteria=validate_criteria(rubric.get("criteria"), f"{at}rubric.criteria"),
             )

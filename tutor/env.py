@@ -6,6 +6,7 @@ process at start-up, not surface later as a confusing runtime error.
 
 from __future__ import annotations
 
+import math
 import os
 import re
 from urllib.parse import urlparse
@@ -48,6 +49,8 @@ def env_number(name: str, default: float, *, minimum: float = 0, integer: bool =
     except ValueError:
         kind = "an integer" if integer else "a number"
         raise ImproperlyConfigured(f"{name} must be {kind}; got {value!r}") from None
+    if not math.isfinite(number):  # float() reads "nan" and "inf", which no setting means
+        raise ImproperlyConfigured(f"{name} must be a finite number; got {value!r}")
     if number < minimum:
         raise ImproperlyConfigured(f"{name} must be >= {minimum}; got {value!r}")
     return number

@@ -8,6 +8,8 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
+from tutor.tags import validate_tags
+
 
 class Course(models.Model):
     # Public ids are UUIDs (SPEC §7): they reveal nothing and cannot be guessed.
@@ -31,7 +33,7 @@ class Task(models.Model):
     goal = models.TextField(blank=True)
     steps = models.JSONField(default=list, blank=True)
     materials = models.TextField(blank=True)
-    tags = models.JSONField(default=list, blank=True)
+    tags = models.JSONField(default=list, blank=True, validators=[validate_tags])
     position = models.PositiveIntegerField(default=0)
     # The rubric version new review attempts are stamped with; older versions
     # stay in Rubric so earlier attempts keep their meaning (SPEC §1, §3).

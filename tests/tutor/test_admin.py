@@ -1,6 +1,7 @@
 """Admin smoke tests (SPEC §8): every changelist opens, course staff see only
 their courses, rubric versions are read-only."""
 
+import json
 from io import StringIO
 
 import pytest
@@ -199,3 +200,50 @@ def test_course_staff_filters_never_name_another_course(courses, course_staff_cl
     (course_filter,) = [spec for spec in response.context["cl"].filter_specs if "course" in spec.field_path]
     offered = {label for _, label in course_filter.lookup_choices}
     assert offered == {"mine", "second"}  # never the other course's name
+
+
+def _task_form_data(response) -> dict:
+    """The task page's form as the browser would post it back unchanged."""
+    form = response.context["adminform"].form
+    data = {name: form[name].value() for name in form.fields}
+    data = {k: ("" if v is None else v) for k, v in data.items()}
+    for inline in response.context["inline_admin_formsets"]:
+        management = inline.formset.management_form
+        data.update({management.add_prefix(k): v for k, v in management.initial.items()})
+        for sub in inline.formset.forms:
+            data.update({sub.add_prefix(k): ("" if v is None else v) for k, v in sub.initial.items()})
+            data[sub.add_prefix("id")] = sub.instance.pk
+    return data
+
+
+@pytest.mark.parametrize(
+    ("tags", "error"),
+    [
+        ([f"t{i}" for i in range(21)], "tags: at most 20 tags"),
+        (["ok", "x" * 65], "tags[1]: must be at most 64 characters"),
+        (["ok", 3], "tags[1]: must be a string"),
+    ],
+)
+def test_task_tags_beyond_the_limits_are_refused_on_the_task_page(courses, superuser_client, tags, error):
+    task = Task.objects.filter(course=courses[0]).first()
+    url = reverse("admin:tutor_task_change", args=[task.pk])
+    data = _task_form_data(superuser_client.get(url))
+    data["tags"] = json.dumps(tags)
+
+    response = superuser_client.post(url, data)
+
+    assert response.status_code == 200  # the form again, with the error
+    assert error in str(response.context["adminform"].form.errors["tags"])
+    assert Task.objects.get(pk=task.pk).tags == task.tags
+
+
+def test_task_tags_within_the_limits_are_saved_from_the_task_page(courses, superuser_client):
+    task = Task.objects.filter(course=courses[0]).first()
+    url = reverse("admin:tutor_task_change", args=[task.pk])
+    data = _task_form_data(superuser_client.get(url))
+    data["tags"] = json.dumps(["python", "week-2"])
+
+    response = superuser_client.post(url, data)
+
+    assert response.status_code == 302
+    assert Task.objects.get(pk=task.pk).tags == ["python", "week-2"]

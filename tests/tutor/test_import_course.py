@@ -260,10 +260,30 @@ def _duplicate_task_slug(data):
     data["tasks"][1]["slug"] = data["tasks"][0]["slug"]
 
 
+def _too_many_tags(data):
+    data["tasks"][1]["tags"] = [f"tag-{i}" for i in range(21)]
+
+
+def _long_tag(data):
+    data["tasks"][1]["tags"] = ["ok", "t" * 65]
+
+
+def _blank_tag(data):
+    data["tasks"][1]["tags"] = ["ok", "  "]
+
+
+def _tag_not_a_string(data):
+    data["tasks"][1]["tags"] = ["ok", 7]
+
+
 @pytest.mark.parametrize(
     ("breaks", "field", "reason"),
     [
         (_missing_course_slug, "slug", "is required"),
+        (_too_many_tags, "tasks[1].tags", "at most 20 tags"),
+        (_long_tag, "tasks[1].tags[1]", "at most 64 characters"),
+        (_blank_tag, "tasks[1].tags[1]", "must not be empty"),
+        (_tag_not_a_string, "tasks[1].tags[1]", "must be a string"),
         (_missing_task_slug, "tasks[1].slug", "is required"),
         (_bad_kind, "tasks[1].rubric.criteria[0].kind", "must be 'acceptance' or 'learning'"),
         (_long_id, "tasks[1].rubric.criteria[0].id", "at most 64 characters"),
@@ -362,6 +382,16 @@ def cli(tmp_path):
     migrated = run("migrate", "--verbosity", "0")
     assert migrated.returncode == 0, migrated.stderr
     return run
+
+
+def test_twenty_tags_of_64_characters_are_taken_as_they_are(db, tmp_path):
+    data = course_data("se-101", tasks=1)
+    tags = [f"{i:02d}" + "t" * 62 for i in range(20)]
+    data["tasks"][0]["tags"] = tags
+
+    run_import(write(tmp_path / "course.json", data))
+
+    assert Task.objects.get(slug="t1").tags == tags
 
 
 def test_command_line_exit_codes(cli, tmp_path):

@@ -86,6 +86,9 @@ def test_embedded_default_starts():
         ("REVIEW_AGREEMENT_FLOOR", "1.5"),
         ("REVIEW_AGREEMENT_MIN_VERDICTS", "0"),
         ("DATABASE_CONN_MAX_AGE", "-1"),
+        ("LESSON_RECALL_W_TAG", "nan"),
+        ("LESSON_RECALL_FLOOR", "inf"),
+        ("LESSON_DECAY_DAYS", "Infinity"),
     ],
 )
 def test_bad_value_stops_start_up_naming_the_variable(variable, value):
