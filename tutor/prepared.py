@@ -52,6 +52,26 @@ LIST = "[]"  # "str[]": a list of str
 _AS_IS = {"str": str, "float": float}
 
 
+def _cursor(connection):
+    """A cursor for a prepared query's SQL. On PostgreSQL (unless
+    ``DATABASE_PREPARED_STATEMENTS`` is off) it binds on the server, and
+    psycopg prepares the statement on the connection from its third run
+    (``prepare_threshold``): later runs skip parsing and analysis, and the
+    plan too once PostgreSQL finds a generic one as good. Every other query
+    keeps Django's client-side binding. It is Django's cursor wrapper all the
+    same, opened as ``connection.cursor()`` opens one (health check, execute
+    wrappers, the query log, error translation)."""
+    threshold = connection.settings_dict["OPTIONS"].get("prepare_threshold")
+    if connection.vendor != "postgresql" or threshold is None:
+        return connection.cursor()
+    from django.db.backends.postgresql.base import ServerBindingCursor  # psycopg only
+
+    connection.close_if_health_check_failed()
+    connection.ensure_connection()
+    with connection.wrap_database_errors:
+        return connection._prepare_cursor(ServerBindingCursor(connection.connection))
+
+
 class PreparationError(RuntimeError):
     """A sentinel did not appear among the compiled parameters exactly once."""
 
@@ -176,7 +196,7 @@ class PreparedQuery:
         params = [
             self._param(p, values, lists, connection) if isinstance(p, tuple) else p for p in compiled.params
         ]
-        with connection.cursor() as cursor:
+        with _cursor(connection) as cursor:
             cursor.execute(compiled.sql, params)
             fetched = cursor.fetchall()
         names = compiled.names

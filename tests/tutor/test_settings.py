@@ -41,6 +41,7 @@ SETTINGS_VARIABLES = (
     "REVIEW_AGREEMENT_FLOOR",
     "REVIEW_AGREEMENT_MIN_VERDICTS",
     "DATABASE_CONN_MAX_AGE",
+    "DATABASE_PREPARED_STATEMENTS",
     "LOG_LEVEL",
     "WEB_TIMEOUT",
     "WEB_BIND",
@@ -241,3 +242,22 @@ def test_database_connections_are_kept_and_health_checked(env, max_age):
 
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout) == [max_age, True]
+
+
+@pytest.mark.parametrize(
+    ("url", "env", "threshold"),
+    [
+        ("postgres://u:p@127.0.0.1:1/db", {}, 2),
+        ("postgres://u:p@127.0.0.1:1/db", {"DATABASE_PREPARED_STATEMENTS": "0"}, None),
+        ("sqlite:///x.sqlite3", {}, None),
+    ],
+)
+def test_hot_queries_prepare_on_postgresql_unless_turned_off(url, env, threshold):
+    code = (
+        SETUP + "; from django.conf import settings; import json; "
+        "print(json.dumps(settings.DATABASES['default']['OPTIONS'].get('prepare_threshold')))"
+    )
+    result = start(code, DATABASE_URL=url, **env)
+
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout) == threshold
