@@ -1,6 +1,7 @@
 """Deleting review history (SPEC §2): terminal attempts are deleted only by
-named, audited services -- a retention purge, the benchmark's cleanup, an
-operator emptying the database. This module is the one place that does it.
+named, audited services -- a retention purge (``manage.py
+purge_submissions``), the benchmark's cleanup, an operator emptying the
+database. This module is the one place that does it.
 
 The database refuses a DELETE of a terminal attempt (migration 0004's
 trigger) unless a purge permit row is visible to the deleting transaction.
@@ -13,11 +14,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from django.db import connection, models, transaction
+from django.db.models import ForeignObjectRel
 
-from feedback.models import AttemptPurgePermit, ReviewAttempt, Submission
+from feedback.models import AttemptPurgePermit, AttemptStatus, ReviewAttempt, Submission
 from tutor.audit import audit_record
 from tutor.models import AuditEvent
 
+_OPEN = (AttemptStatus.QUEUED, AttemptStatus.RUNNING)
 # Ids per DELETE statement: under SQLite's limit of bound parameters.
 PURGE_CHUNK = 500
 
@@ -50,11 +53,15 @@ def _delete_where(model, column: str, ids: list) -> int:
 def _release_references(model, ids: list) -> None:
     """Rows of other models that point at the purged ones follow their own
     ``on_delete``: CASCADE rows go too (through the ORM, with their own
-    dependants), SET_NULL ones let go. The purge's own tables are left to the
+    dependants), SET_NULL ones let go; PROTECT ones fail the purge. The purge's own tables are left to the
     statements below. Read from model metadata, so an app that adds a
     reference (regrade requests, agreement pairs, lessons' sources) needs no
     edit here."""
-    for relation in model._meta.related_objects:
+    # Hidden ones too: a foreign key with related_name="+" (a lesson's source,
+    # a helpful/harmful bump's signal attempt) is not among ``related_objects``.
+    for relation in model._meta.get_fields(include_hidden=True):
+        if not isinstance(relation, ForeignObjectRel) or relation.many_to_many:
+            continue
         related = relation.related_model
         if related in (Submission, ReviewAttempt) or not relation.field.concrete:
             continue
@@ -98,3 +105,45 @@ def attempts_purge(*, submission_ids: list, reason: str, actor=None, course=None
             extra={"submissions": submissions, "attempts": attempts},
         )
     return Purged(submissions=submissions, attempts=attempts)
+
+
+@dataclass(frozen=True)
+class History:
+    """One student's submissions of one task, oldest to newest."""
+
+    student_id: int
+    task_id: object
+    submissions: int
+
+
+def histories_past_retention(*, course, before) -> list[History]:
+    """The (student, task) histories of ``course`` whose newest submission was
+    made before ``before`` and none of whose attempts is still queued or
+    running (SPEC §2: a retention purge deletes whole histories, so no
+    submission left behind names a purged one as ``previous``, and no
+    attempt left was reused from a purged one -- reuse stays within a
+    history). Oldest last submission first."""
+    rows = (
+        Submission.objects.filter(task__course=course)
+        .values("student_id", "task_id")
+        .annotate(
+            last=models.Max("created_at"),
+            n=models.Count("id", distinct=True),
+            open=models.Count("attempts", filter=models.Q(attempts__status__in=_OPEN)),
+        )
+        .filter(last__lt=before, open=0)
+        .order_by("last", "student_id", "task_id")
+    )
+    return [History(row["student_id"], row["task_id"], row["n"]) for row in rows]
+
+
+def histories_purge(*, course, histories: list[History], reason: str) -> Purged:
+    """Purge whole histories of ``course`` (``histories_past_retention``) in
+    one audited ``attempts_purge``."""
+    if not histories:
+        return Purged(submissions=0, attempts=0)
+    pairs = models.Q()
+    for history in histories:
+        pairs |= models.Q(student_id=history.student_id, task_id=history.task_id)
+    ids = list(Submission.objects.filter(pairs, task__course=course).values_list("pk", flat=True))
+    return attempts_purge(submission_ids=ids, reason=reason, course=course)
