@@ -40,6 +40,9 @@ def env_bool(name: str, default: bool = False) -> bool:
     raise ImproperlyConfigured(f"{name} must be one of 1/0, true/false, yes/no, on/off; got {value!r}")
 
 
+INTEGER_MAX = 2**63 - 1
+
+
 def env_number(name: str, default: float, *, minimum: float = 0, integer: bool = False):
     value = _raw(name)
     if value in (None, ""):
@@ -49,7 +52,11 @@ def env_number(name: str, default: float, *, minimum: float = 0, integer: bool =
     except ValueError:
         kind = "an integer" if integer else "a number"
         raise ImproperlyConfigured(f"{name} must be {kind}; got {value!r}") from None
-    if not math.isfinite(number):  # float() reads "nan" and "inf", which no setting means
+    # float() reads "nan" and "inf", which no setting means; no setting needs
+    # an integer beyond 64 bits (a timeout that large overflows the clock's float).
+    if integer and abs(number) > INTEGER_MAX:
+        raise ImproperlyConfigured(f"{name} must be at most {INTEGER_MAX}; got {value[:40]!r}")
+    if not integer and not math.isfinite(number):
         raise ImproperlyConfigured(f"{name} must be a finite number; got {value!r}")
     if number < minimum:
         raise ImproperlyConfigured(f"{name} must be >= {minimum}; got {value!r}")

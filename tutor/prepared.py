@@ -33,6 +33,8 @@ from typing import Any
 from django.core.exceptions import EmptyResultSet
 from django.db import connections, models
 
+from tutor.server_statements import fetch_all
+
 # What a sentinel's database form can be (a date is a string on SQLite, a date on PostgreSQL).
 _PLAIN_VALUES = (int, float, str, uuid.UUID, datetime.date)
 # How a parameter's Python value becomes its database form, per kind.
@@ -50,26 +52,6 @@ LIST = "[]"  # "str[]": a list of str
 # databases): most parameters are words of a message, so they skip the field.
 # Not int: on PostgreSQL an integer field sends psycopg's Int8, typed for the server.
 _AS_IS = {"str": str, "float": float}
-
-
-def _cursor(connection):
-    """A cursor for a prepared query's SQL. On PostgreSQL (unless
-    ``DATABASE_PREPARED_STATEMENTS`` is off) it binds on the server, and
-    psycopg prepares the statement on the connection from its third run
-    (``prepare_threshold``): later runs skip parsing and analysis, and the
-    plan too once PostgreSQL finds a generic one as good. Every other query
-    keeps Django's client-side binding. It is Django's cursor wrapper all the
-    same, opened as ``connection.cursor()`` opens one (health check, execute
-    wrappers, the query log, error translation)."""
-    threshold = connection.settings_dict["OPTIONS"].get("prepare_threshold")
-    if connection.vendor != "postgresql" or threshold is None:
-        return connection.cursor()
-    from django.db.backends.postgresql.base import ServerBindingCursor  # psycopg only
-
-    connection.close_if_health_check_failed()
-    connection.ensure_connection()
-    with connection.wrap_database_errors:
-        return connection._prepare_cursor(ServerBindingCursor(connection.connection))
 
 
 class PreparationError(RuntimeError):
@@ -196,9 +178,7 @@ class PreparedQuery:
         params = [
             self._param(p, values, lists, connection) if isinstance(p, tuple) else p for p in compiled.params
         ]
-        with _cursor(connection) as cursor:
-            cursor.execute(compiled.sql, params)
-            fetched = cursor.fetchall()
+        fetched = fetch_all(connection, compiled.sql, params)
         names = compiled.names
         return [
             dict(zip(names, row, strict=True)) for row in compiled.compiler.results_iter(results=[fetched])

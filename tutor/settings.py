@@ -108,6 +108,8 @@ _database_url = env_str("DATABASE_URL", f"sqlite:///{BASE_DIR / 'db.sqlite3'}")
 # PostgreSQL connection cost ~5.5 ms of every review task), and checked before
 # reuse, so a server restart costs one failed check, not an error.
 DATABASE_CONN_MAX_AGE = env_int("DATABASE_CONN_MAX_AGE", 300)
+# PostgreSQL: the hot path's precompiled queries run as server-side prepared
+# statements (tutor.server_statements); off for a pooler that cannot keep them.
 DATABASE_PREPARED_STATEMENTS = env_bool("DATABASE_PREPARED_STATEMENTS", True)
 try:
     _database = dj_database_url.parse(
@@ -117,14 +119,7 @@ except Exception as exc:  # the library raises several types for a bad URL
     raise ImproperlyConfigured(f"DATABASE_URL is not a valid database URL: {exc}") from None
 if _database["ENGINE"] == "django.db.backends.sqlite3":
     _database["OPTIONS"] = {**SQLITE_OPTIONS, **_database.get("OPTIONS", {})}
-elif _database["ENGINE"] == "django.db.backends.postgresql":
-    # The hot path's precompiled queries (tutor.prepared) run as server-side
-    # prepared statements from their third run on a connection; every other
-    # query keeps client-side binding. Off for a pooler that cannot keep
-    # them (PgBouncer in transaction mode before 1.21).
-    if DATABASE_PREPARED_STATEMENTS:
-        _database["OPTIONS"] = {"prepare_threshold": 2, **_database.get("OPTIONS", {})}
-else:
+elif _database["ENGINE"] != "django.db.backends.postgresql":
     raise ImproperlyConfigured("DATABASE_URL must be a sqlite:/// or postgres:// URL")
 DATABASES = {"default": _database}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"

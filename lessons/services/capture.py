@@ -150,7 +150,8 @@ def lessons_capture_from_attempt(*, attempt_id) -> list[Lesson]:
                     course_id=task.course_id,
                     title=f"[{task.slug} {before['rubric_id']}] {before['reason']}",
                     body=draft_body(before, after, next_step),
-                    # As many as a lesson may carry (MAX_TAGS): a task's own are not capped.
+                    # As many as a lesson may carry (MAX_TAGS): a task saved before
+                    # task tags had the same limit (tutor.tags) may carry more.
                     tags=list(task.tags or [])[:MAX_TAGS],
                     symptoms=draft_symptoms(before["reason"], before["evidence"]),
                     kind=LessonKind.GUARDRAIL,

@@ -8,7 +8,6 @@ import uuid
 from datetime import timedelta
 
 import pytest
-from django.db import connection
 from django.db.models import DateField, FloatField, Value
 from django.utils import timezone
 
@@ -61,32 +60,6 @@ def test_feedback_selection_matches_the_orm_in_every_state(task, student, other_
     assert cases[1][0]["attempts__id"] is None
     assert cases[2][0]["attempts__status"] == "queued" and isinstance(cases[2][0]["attempts__id"], uuid.UUID)
     assert cases[3][0]["attempts__status"] == "queued"  # no compatible attempt: the newest of any versions
-
-
-def _prepared_statements() -> list[str]:
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT statement FROM pg_prepared_statements")
-        return [row[0] for row in cursor.fetchall()]
-
-
-def test_hot_queries_become_server_prepared_statements_on_postgresql_and_no_other_query_does(task, student):
-    def run():
-        return STUDENT_TASK.first(task_id=task.pk, user_id=student.pk)
-
-    first = [run() for _ in range(2)]
-    if connection.vendor != "postgresql":
-        # SQLite has no server to prepare on: the prepared SQL runs on Django's cursor.
-        assert first[0]["id"] == task.pk
-        return
-    before = _prepared_statements()
-    assert not any('"tutor_task"' in sql for sql in before)  # the first two runs bind on the server only
-    assert [run() for _ in range(3)] == [first[0]] * 3
-    list(Task.objects.filter(pk=task.pk))  # an ORM query binds on the client, as Django does
-
-    prepared = [sql for sql in _prepared_statements() if '"tutor_task"' in sql]
-    assert len(prepared) == 1
-    assert "$1" in prepared[0]  # the prepared query, with its parameters
-    assert "%s" not in prepared[0]
 
 
 def test_json_results_come_back_decoded(task, student):

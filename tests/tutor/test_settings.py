@@ -101,6 +101,14 @@ def test_bad_value_stops_start_up_naming_the_variable(variable, value):
     assert repr(value) in result.stderr  # the offending value is quoted back
 
 
+def test_an_integer_beyond_64_bits_stops_start_up_with_a_message_not_a_traceback():
+    result = start(DATABASE_CONN_MAX_AGE="9" * 400)
+
+    assert result.returncode != 0
+    assert "ImproperlyConfigured: DATABASE_CONN_MAX_AGE must be at most 9223372036854775807" in result.stderr
+    assert "OverflowError" not in result.stderr
+
+
 @pytest.mark.parametrize(
     "url", ["mysql://tutor:hunter2@db.example/tutor", "postgres://tutor:hunter2@db.example:port/tutor"]
 )
@@ -244,20 +252,15 @@ def test_database_connections_are_kept_and_health_checked(env, max_age):
     assert json.loads(result.stdout) == [max_age, True]
 
 
-@pytest.mark.parametrize(
-    ("url", "env", "threshold"),
-    [
-        ("postgres://u:p@127.0.0.1:1/db", {}, 2),
-        ("postgres://u:p@127.0.0.1:1/db", {"DATABASE_PREPARED_STATEMENTS": "0"}, None),
-        ("sqlite:///x.sqlite3", {}, None),
-    ],
-)
-def test_hot_queries_prepare_on_postgresql_unless_turned_off(url, env, threshold):
+@pytest.mark.parametrize(("env", "on"), [({}, True), ({"DATABASE_PREPARED_STATEMENTS": "0"}, False)])
+def test_hot_queries_prepare_on_postgresql_unless_turned_off_and_nothing_else_does(env, on):
     code = (
         SETUP + "; from django.conf import settings; import json; "
-        "print(json.dumps(settings.DATABASES['default']['OPTIONS'].get('prepare_threshold')))"
+        "print(json.dumps([settings.DATABASE_PREPARED_STATEMENTS, "
+        "settings.DATABASES['default']['OPTIONS'].get('prepare_threshold')]))"
     )
-    result = start(code, DATABASE_URL=url, **env)
+    result = start(code, DATABASE_URL="postgres://u:p@127.0.0.1:1/db", **env)
 
     assert result.returncode == 0, result.stderr
-    assert json.loads(result.stdout) == threshold
+    # The connection's own threshold stays Django's None: psycopg counts no other query.
+    assert json.loads(result.stdout) == [on, None]

@@ -1,0 +1,101 @@
+"""The hot path's precompiled SQL as PostgreSQL prepared statements
+(``tutor.server_statements``, SPEC §10): prepared from the third run on a
+connection, and nothing else is; the query log still shows the SQL; long
+word lists stay unprepared; a statement a migration made stale is run
+again. On SQLite the same calls run on Django's cursor."""
+
+from __future__ import annotations
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from tutor.models import Task
+from tutor.prepared import PreparedQuery
+from tutor.selectors import STUDENT_TASK
+from tutor.server_statements import PREPARE_MAX_PARAMS
+
+POSTGRESQL = connection.vendor == "postgresql"
+
+
+def prepared_statements() -> list[str]:
+    if not POSTGRESQL:
+        return []
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT statement FROM pg_prepared_statements")
+        return [row[0] for row in cursor.fetchall()]
+
+
+def hot(task, student):
+    return STUDENT_TASK.first(task_id=task.pk, user_id=student.pk)
+
+
+def test_a_hot_query_is_prepared_from_its_third_run_and_an_orm_query_never(task, student):
+    first_two = [hot(task, student) for _ in range(2)]
+    assert first_two[0]["id"] == task.pk and first_two[1] == first_two[0]
+    assert not [sql for sql in prepared_statements() if '"tutor_task"' in sql]
+
+    assert [hot(task, student) for _ in range(3)] == [first_two[0]] * 3
+    for _ in range(5):
+        list(Task.objects.filter(pk=task.pk))  # the ORM binds on the client, as Django does
+
+    on_server = [sql for sql in prepared_statements() if '"tutor_task"' in sql]
+    if POSTGRESQL:
+        assert len(on_server) == 1 and "$1" in on_server[0] and '"tutor_enrollment"' in on_server[0]
+        # psycopg itself counts nothing for other queries: the connection's threshold stays off.
+        assert connection.connection.prepare_threshold is None
+    else:
+        assert on_server == []
+
+
+def test_turned_off_nothing_is_prepared(task, student, settings):
+    settings.DATABASE_PREPARED_STATEMENTS = False
+
+    rows = [hot(task, student) for _ in range(4)]
+
+    assert rows == [rows[0]] * 4 and rows[0]["id"] == task.pk
+    assert not [sql for sql in prepared_statements() if '"tutor_task"' in sql]
+
+
+def test_a_long_word_list_is_not_prepared_and_a_short_one_is(course):
+    by_slugs = PreparedQuery(lambda slugs: Task.objects.filter(slug__in=slugs).values("slug"), slugs="str[]")
+    slugs = ["t1", *(f"none-{i}" for i in range(PREPARE_MAX_PARAMS))]
+
+    runs = [by_slugs.rows(slugs=slugs) for _ in range(3)]
+    short = [by_slugs.rows(slugs=slugs[:2]) for _ in range(3)]
+
+    assert runs == [[{"slug": "t1"}]] * 3 and short == runs
+    if POSTGRESQL:
+        [prepared] = [sql for sql in prepared_statements() if '"tutor_task"."slug" IN' in sql]
+        assert "$2)" in prepared and "$3" not in prepared  # the two-word list only
+
+
+def test_the_query_log_shows_each_run_with_its_values(task, student):
+    with CaptureQueriesContext(connection) as queries:
+        for _ in range(4):
+            hot(task, student)
+
+    logged = [q["sql"] for q in queries.captured_queries]
+    assert len(logged) == 4
+    assert all(isinstance(sql, str) and '"tutor_task"' in sql for sql in logged)
+    assert all(task.pk.hex in sql for sql in logged)  # the values composed in, not placeholders
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_statement_made_stale_by_another_connections_migration_runs_again(task, student):
+    expected = [hot(task, student) for _ in range(3)][0]  # the third run is prepared
+    if not POSTGRESQL:
+        assert hot(task, student) == expected
+        return
+    import psycopg
+
+    params = connection.get_connection_params()
+    conninfo = {k: params[k] for k in ("dbname", "user", "password", "host", "port") if params.get(k)}
+    with psycopg.connect(**conninfo, autocommit=True) as other:
+        # What a migration's AlterField(max_length=...) does on a column the statement returns.
+        other.execute("ALTER TABLE tutor_course ALTER COLUMN title TYPE varchar(201)")
+        try:
+            assert hot(task, student) == expected
+            assert hot(task, student) == expected  # and prepared again later
+        finally:
+            other.execute("ALTER TABLE tutor_course ALTER COLUMN title TYPE varchar(200)")
