@@ -183,7 +183,7 @@ def test_model_server_without_model_name_stops_start_up():
     assert "TUTOR_LLM_MODEL" in result.stderr
 
 
-def test_any_sqlite_url_gets_immediate_transactions_wal_and_busy_timeout(tmp_path):
+def test_any_sqlite_url_gets_immediate_transactions_wal_busy_timeout_and_page_cache(tmp_path):
     # Connects for real: the options must reach SQLite, not only the settings dict.
     code = (
         SETUP
@@ -191,8 +191,9 @@ def test_any_sqlite_url_gets_immediate_transactions_wal_and_busy_timeout(tmp_pat
         + "\nwith connection.cursor() as c:"
         + "\n    c.execute('PRAGMA journal_mode'); mode = c.fetchone()[0]"
         + "\n    c.execute('PRAGMA busy_timeout'); busy = c.fetchone()[0]"
+        + "\n    c.execute('PRAGMA cache_size'); cache = c.fetchone()[0]"
         + "\nprint(json.dumps({'options': settings.DATABASES['default']['OPTIONS'],"
-        + " 'journal_mode': mode, 'busy_timeout': busy,"
+        + " 'journal_mode': mode, 'busy_timeout': busy, 'cache_size': cache,"
         + " 'transaction_mode': connection.transaction_mode}))"
     )
     result = start(code, DATABASE_URL=f"sqlite:///{tmp_path / 'db.sqlite3'}")
@@ -205,6 +206,7 @@ def test_any_sqlite_url_gets_immediate_transactions_wal_and_busy_timeout(tmp_pat
     assert report["transaction_mode"] == "IMMEDIATE"
     assert report["journal_mode"] == "wal"
     assert report["busy_timeout"] == 20000
+    assert report["cache_size"] == -16384  # KiB: a 16 MiB page cache per connection
 
 
 CELERY_MODE = (
