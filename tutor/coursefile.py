@@ -76,9 +76,13 @@ def _tags(data: dict, where: str) -> list[str]:
     if value is None:
         return []
     problem = tags_problem(value)
-    if problem is not None:
-        raise CourseFileError(f"{where}tags{problem[0]}", problem[1])
-    return value
+    if problem is None:
+        return value
+    at, message = problem
+    if at and not isinstance(value[int(at[1:-1])], str):
+        # YAML reads an unquoted on, 3.10 or 2026-01-01 as a boolean, number or date.
+        message += f" (got {type(value[int(at[1:-1])]).__name__}: quote it)"
+    raise CourseFileError(f"{where}tags{at}", message)
 
 
 def _slug(data: dict, key: str, where: str) -> str:

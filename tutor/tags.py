@@ -22,7 +22,7 @@ def tags_problem(value: Any) -> tuple[str, str] | None:
     if not isinstance(value, list):
         return "", "must be a list of strings"
     if len(value) > MAX_TAGS:
-        return "", f"at most {MAX_TAGS} tags"
+        return "", f"at most {MAX_TAGS} tags; got {len(value)}"
     for i, tag in enumerate(value):
         if not isinstance(tag, str):
             return f"[{i}]", "must be a string"

@@ -116,16 +116,13 @@ class History:
     submissions: int
 
 
-def histories_past_retention(*, course, before) -> list[History]:
-    """The (student, task) histories of ``course`` whose newest submission was
-    made before ``before`` and none of whose attempts is still queued or
-    running (SPEC §2: a retention purge deletes whole histories, so no
-    submission left behind names a purged one as ``previous``, and no
-    attempt left was reused from a purged one -- reuse stays within a
-    history). Oldest last submission first."""
+# Histories per purge transaction at most: their students and tasks go in IN lists.
+HISTORIES_MAX_BATCH = 1000
+
+
+def _histories(submissions, before) -> list[History]:
     rows = (
-        Submission.objects.filter(task__course=course)
-        .values("student_id", "task_id")
+        submissions.values("student_id", "task_id")
         .annotate(
             last=models.Max("created_at"),
             n=models.Count("id", distinct=True),
@@ -137,13 +134,51 @@ def histories_past_retention(*, course, before) -> list[History]:
     return [History(row["student_id"], row["task_id"], row["n"]) for row in rows]
 
 
-def histories_purge(*, course, histories: list[History], reason: str) -> Purged:
-    """Purge whole histories of ``course`` (``histories_past_retention``) in
-    one audited ``attempts_purge``."""
-    if not histories:
-        return Purged(submissions=0, attempts=0)
-    pairs = models.Q()
-    for history in histories:
-        pairs |= models.Q(student_id=history.student_id, task_id=history.task_id)
-    ids = list(Submission.objects.filter(pairs, task__course=course).values_list("pk", flat=True))
-    return attempts_purge(submission_ids=ids, reason=reason, course=course)
+def histories_past_retention(*, course, before) -> list[History]:
+    """The (student, task) histories of ``course`` whose newest submission was
+    made before ``before`` and none of whose attempts is still queued or
+    running (SPEC §2: a retention purge deletes whole histories, so no
+    submission left behind names a purged one as ``previous``, and no
+    attempt left was reused from a purged one -- reuse stays within a
+    history). Oldest last submission first."""
+    return _histories(Submission.objects.filter(task__course=course), before)
+
+
+@dataclass(frozen=True)
+class HistoriesPurged:
+    histories: int
+    submissions: int
+    attempts: int
+
+
+def histories_purge(*, course, histories: list[History], before, reason: str) -> HistoriesPurged:
+    """Purge whole histories of ``course`` listed by ``histories_past_retention``
+    (at most ``HISTORIES_MAX_BATCH``) in one audited ``attempts_purge``.
+
+    The rule is checked again inside the purge's transaction: a history whose
+    student submitted since it was listed, or that has an attempt queued or
+    running now, is left out. (On PostgreSQL, a submission committed between
+    that check and the purge's commit names a purged one as ``previous``: one
+    of the two transactions then fails on that foreign key -- no row is lost,
+    and a failed purge deletes nothing.)"""
+    if len(histories) > HISTORIES_MAX_BATCH:
+        raise ValueError(f"at most {HISTORIES_MAX_BATCH} histories per purge")
+    listed = {(h.student_id, h.task_id) for h in histories}
+    if not listed:
+        return HistoriesPurged(0, 0, 0)
+    with transaction.atomic():
+        candidates = Submission.objects.filter(
+            task__course=course,
+            student_id__in={student for student, _ in listed},
+            task_id__in={task for _, task in listed},
+        )
+        still = {(h.student_id, h.task_id) for h in _histories(candidates, before)} & listed
+        ids = [
+            pk
+            for pk, student, task in candidates.values_list("pk", "student_id", "task_id")
+            if (student, task) in still
+        ]
+        if not ids:
+            return HistoriesPurged(0, 0, 0)
+        purged = attempts_purge(submission_ids=ids, reason=reason, course=course)
+    return HistoriesPurged(len(still), purged.submissions, purged.attempts)

@@ -87,7 +87,7 @@ def test_without_a_course_every_course_is_purged(two_courses):
 
     assert out.strip() == "purged 2 histories: 3 submissions, 3 attempts"
     assert not Submission.objects.exists()
-    assert "mine: 1 histories" in err and "theirs: 1 histories" in err
+    assert "mine: 1 history" in err and "theirs: 1 history" in err
 
 
 def test_a_dry_run_counts_and_deletes_nothing(two_courses):
@@ -96,7 +96,7 @@ def test_a_dry_run_counts_and_deletes_nothing(two_courses):
 
     out, _ = purge("--older-than-days", "365", "--dry-run")
 
-    assert out.strip() == "would purge 1 histories: 2 submissions (dry run)"
+    assert out.strip() == "would purge 1 history: 2 submissions (dry run)"
     assert Submission.objects.count() == 2 and ReviewAttempt.objects.count() == 2
     assert not AuditEvent.objects.filter(event=AuditEvent.Event.ATTEMPTS_PURGED).exists()
 
@@ -104,9 +104,11 @@ def test_a_dry_run_counts_and_deletes_nothing(two_courses):
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--older-than-days", "0"], "--older-than-days must be at least 1"),
-        (["--older-than-days", "30", "--batch", "0"], "--batch must be at least 1"),
-        (["--older-than-days", "30", "--course", "nope"], "no such course: nope"),
+        (["--older-than-days", "0"], "--older-than-days must be between 1 and 36500"),
+        (["--older-than-days", "99999999"], "--older-than-days must be between 1 and 36500"),
+        (["--older-than-days", "30", "--batch", "0"], "--batch must be between 1 and 1000"),
+        (["--older-than-days", "30", "--batch", "1001"], "--batch must be between 1 and 1000"),
+        (["--older-than-days", "30", "--course", "nope"], "no such course: 'nope'"),
     ],
 )
 def test_bad_arguments_are_refused_and_nothing_is_deleted(two_courses, args, message):
@@ -136,7 +138,28 @@ def test_rows_of_other_apps_follow_their_on_delete_even_without_a_reverse_name(t
 
     out, _ = purge("--older-than-days", "365")
 
-    assert out.strip() == "purged 1 histories: 1 submissions, 1 attempts"
+    assert out.strip() == "purged 1 history: 1 submissions, 1 attempts"
     kept = Lesson.objects.get(pk=lesson.pk)  # SET_NULL: the lesson stays, its source is gone
     assert (kept.source_submission_id, kept.source_attempt_id) == (None, None)
     assert not DeltaBump.objects.exists()  # CASCADE
+
+
+def test_a_history_its_student_submits_to_after_the_listing_is_kept_whole(two_courses):
+    from feedback.services.retention import histories_past_retention, histories_purge
+
+    mine, _ = two_courses
+    task = make_task(mine, "t1")
+    alice, bob = enroll(mine, "alice"), enroll(mine, "bob")
+    history(alice, task, [400, 390])
+    bobs = history(bob, task, [400])
+    before = timezone.now() - timedelta(days=365)
+    listed = histories_past_retention(course=mine, before=before)
+    assert len(listed) == 2
+    newer = make_submission(alice, task)  # alice submits while the purge runs
+    make_attempt(newer, AttemptStatus.QUEUED)
+
+    purged = histories_purge(course=mine, histories=listed, before=before, reason="retention test")
+
+    assert (purged.histories, purged.submissions, purged.attempts) == (1, 1, 1)
+    assert Submission.objects.filter(student=alice).count() == 3  # her whole history, the new one included
+    assert not Submission.objects.filter(pk=bobs[0].pk).exists()

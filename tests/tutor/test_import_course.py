@@ -280,10 +280,10 @@ def _tag_not_a_string(data):
     ("breaks", "field", "reason"),
     [
         (_missing_course_slug, "slug", "is required"),
-        (_too_many_tags, "tasks[1].tags", "at most 20 tags"),
+        (_too_many_tags, "tasks[1].tags", "at most 20 tags; got 21"),
         (_long_tag, "tasks[1].tags[1]", "at most 64 characters"),
         (_blank_tag, "tasks[1].tags[1]", "must not be empty"),
-        (_tag_not_a_string, "tasks[1].tags[1]", "must be a string"),
+        (_tag_not_a_string, "tasks[1].tags[1]", "must be a string (got int: quote it)"),
         (_missing_task_slug, "tasks[1].slug", "is required"),
         (_bad_kind, "tasks[1].rubric.criteria[0].kind", "must be 'acceptance' or 'learning'"),
         (_long_id, "tasks[1].rubric.criteria[0].id", "at most 64 characters"),
@@ -382,6 +382,22 @@ def cli(tmp_path):
     migrated = run("migrate", "--verbosity", "0")
     assert migrated.returncode == 0, migrated.stderr
     return run
+
+
+def test_an_unquoted_yaml_tag_that_is_not_text_is_named_with_its_type(db, tmp_path):
+    data = course_data("se-101", tasks=1)
+    data["tasks"][0]["tags"] = ["TAGS"]
+    path = tmp_path / "course.yaml"
+    text = yaml.safe_dump(data, default_flow_style=None)
+    assert text.count("[TAGS]") == 1
+    path.write_text(text.replace("[TAGS]", "[python, 3.10, on]"), encoding="utf-8")
+
+    with pytest.raises(
+        CommandError, match=r"tasks\[0\]\.tags\[1\]: must be a string \(got float: quote it\)"
+    ):
+        run_import(path)
+
+    assert stored_rows() == (0, 0, 0)
 
 
 def test_twenty_tags_of_64_characters_are_taken_as_they_are(db, tmp_path):
