@@ -163,3 +163,21 @@ def test_a_history_its_student_submits_to_after_the_listing_is_kept_whole(two_co
     assert (purged.histories, purged.submissions, purged.attempts) == (1, 1, 1)
     assert Submission.objects.filter(student=alice).count() == 3  # her whole history, the new one included
     assert not Submission.objects.filter(pk=bobs[0].pk).exists()
+
+
+def test_a_batch_the_database_refuses_is_reported_kept_and_the_rest_go_on(two_courses):
+    mine, _ = two_courses
+    task = make_task(mine, "t1")
+    alice, bob, carol = enroll(mine, "alice"), enroll(mine, "bob"), enroll(mine, "carol")
+    [refused] = history(alice, task, [500])
+    [purgeable] = history(bob, task, [400])
+    # A kept row that still points at alice's old attempt (PROTECT): her batch cannot go.
+    make_attempt(history(carol, task, [1])[0], reused_from=refused.attempts.get())
+
+    out, err = purge("--older-than-days", "365", "--batch", "1")
+
+    assert out.strip() == "purged 1 history: 1 submissions, 1 attempts"
+    assert "mine: kept a batch of 1 history, the database refused it (" in err
+    assert Submission.objects.filter(pk=refused.pk).exists()
+    assert not Submission.objects.filter(pk=purgeable.pk).exists()
+    assert AuditEvent.objects.filter(event=AuditEvent.Event.ATTEMPTS_PURGED).count() == 1

@@ -67,10 +67,13 @@ class Command(DomainCommand):
                 part = histories[start : start + batch]
                 try:
                     purged = histories_purge(course=each, histories=part, before=before, reason=reason)
-                except IntegrityError:
+                except IntegrityError as exc:
+                    # A student submitted to one of them meanwhile, or a row outside
+                    # the purge still refers to one (PROTECT): nothing of it went.
+                    reason_line = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
                     self.stderr.write(
-                        f"{each.slug}: kept a batch of {_histories(len(part))}: a student submitted to one "
-                        "of them meanwhile; run the purge again"
+                        f"{each.slug}: kept a batch of {_histories(len(part))}, the database refused "
+                        f"it ({reason_line}); run the purge again"
                     )
                     continue
                 histories_total += purged.histories
