@@ -19,7 +19,7 @@ from tutor.audit import audit_record
 from tutor.errors import DomainError
 from tutor.models import AuditEvent, Course, Rubric, Task
 from tutor.rubrics import RUBRIC_ID_MAX_CHARS, CheckType, CriterionKind, Visibility
-from tutor.tags import tags_problem
+from tutor.tags import tags_path, tags_problem
 
 SLUG_MAX_CHARS = 64
 
@@ -78,11 +78,11 @@ def _tags(data: dict, where: str) -> list[str]:
     problem = tags_problem(value)
     if problem is None:
         return value
-    at, message = problem
-    if at and not isinstance(value[int(at[1:-1])], str):
+    index, message = problem
+    if index is not None and not isinstance(value[index], str):
         # YAML reads an unquoted on, 3.10 or 2026-01-01 as a boolean, number or date.
-        message += f" (got {type(value[int(at[1:-1])]).__name__}: quote it)"
-    raise CourseFileError(f"{where}tags{at}", message)
+        message += f" (got {type(value[index]).__name__}: quote it)"
+    raise CourseFileError(f"{where}{tags_path(index)}", message)
 
 
 def _slug(data: dict, key: str, where: str) -> str:

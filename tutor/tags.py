@@ -16,26 +16,31 @@ MAX_TAGS = 20
 TAG_MAX_CHARS = 64
 
 
-def tags_problem(value: Any) -> tuple[str, str] | None:
-    """Where (``""`` for the list, ``"[i]"`` for one tag) and why ``value`` is
+def tags_problem(value: Any) -> tuple[int | None, str] | None:
+    """Which tag (its index; None for the list itself) and why ``value`` is
     not a valid list of tags; None when it is."""
     if not isinstance(value, list):
-        return "", "must be a list of strings"
+        return None, "must be a list of strings"
     if len(value) > MAX_TAGS:
-        return "", f"at most {MAX_TAGS} tags; got {len(value)}"
+        return None, f"at most {MAX_TAGS} tags; got {len(value)}"
     for i, tag in enumerate(value):
         if not isinstance(tag, str):
-            return f"[{i}]", "must be a string"
+            return i, "must be a string"
         if not tag.strip():
-            return f"[{i}]", "must not be empty"
+            return i, "must not be empty"
         if len(tag) > TAG_MAX_CHARS:
-            return f"[{i}]", f"must be at most {TAG_MAX_CHARS} characters"
+            return i, f"must be at most {TAG_MAX_CHARS} characters"
     return None
+
+
+def tags_path(index: int | None) -> str:
+    """``tags`` or ``tags[i]``: where a problem is, as error messages name it."""
+    return "tags" if index is None else f"tags[{index}]"
 
 
 def validate_tags(value: Any) -> None:
     """The model field's validator (Django admin's task form)."""
     problem = tags_problem(value)
     if problem is not None:
-        where, message = problem
-        raise ValidationError(f"tags{where}: {message}", code="invalid_tags")
+        index, message = problem
+        raise ValidationError(f"{tags_path(index)}: {message}", code="invalid_tags")
