@@ -501,7 +501,7 @@ def _run(bound: tuple[_Shape, dict] | None) -> list[tuple]:
         return []
     shape, values = bound
     values = {name: _padded(v) if isinstance(v, list) else v for name, v in values.items()}
-    return [tuple(row.values()) for row in _prepared_for(shape, values).rows(**values)]
+    return _prepared_for(shape, values).tuples(**values)
 
 
 def _statement_rows(

@@ -33,7 +33,7 @@ from typing import Any
 from django.core.exceptions import EmptyResultSet
 from django.db import connections, models
 
-from tutor.server_statements import fetch_all
+from tutor.server_statements import fetch_all, native_sql
 
 # What a sentinel's database form can be (a date is a string on SQLite, a date on PostgreSQL).
 _PLAIN_VALUES = (int, float, str, uuid.UUID, datetime.date)
@@ -78,11 +78,17 @@ def _sentinel(kind: str, index: int):
 @dataclass(frozen=True)
 class _Compiled:
     sql: str
+    native: str  # the same SQL with the driver's own placeholders (tutor.server_statements)
     # Constants, with a slot where a parameter goes: (name,) or (name, index in its list).
     params: tuple
     compiler: Any
     names: tuple[str, ...]
     empty: bool = False  # an empty IN list made the whole query match nothing
+    # Read once at compile time rather than on every run (the ORM's
+    # results_iter asks each selected expression for them each time):
+    # (position in the row, converters, expression) of each converted column,
+    slots: tuple = ()  # and (position in params, name, index in its list or None) of each slot.
+    converters: tuple = ()
 
 
 class PreparedQuery:
@@ -130,7 +136,7 @@ class PreparedQuery:
         try:
             sql, params = compiler.as_sql()
         except EmptyResultSet:
-            return _Compiled(sql="", params=(), compiler=compiler, names=(), empty=True)
+            return _Compiled(sql="", native="", params=(), compiler=compiler, names=(), empty=True)
         template, seen = [], set()
         for param in params:
             slot = slots.get(param) if isinstance(param, _PLAIN_VALUES) else None
@@ -149,7 +155,25 @@ class PreparedQuery:
             names = tuple(query.selected)
         else:
             names = (*query.extra_select, *query.values_select, *query.annotation_select)
-        return _Compiled(sql=sql, params=tuple(template), compiler=compiler, names=names)
+        fields = [column[0] for column in compiler.select[: compiler.col_count]]
+        converters = tuple(
+            (position, tuple(convs), expression)
+            for position, (convs, expression) in compiler.get_converters(fields).items()
+        )
+        slots = tuple(
+            (position, slot[0], slot[1] if len(slot) == 2 else None)
+            for position, slot in enumerate(template)
+            if isinstance(slot, tuple)
+        )
+        return _Compiled(
+            sql=sql,
+            native=native_sql(sql, connection.vendor),
+            params=tuple(template),
+            compiler=compiler,
+            names=names,
+            slots=slots,
+            converters=converters,
+        )
 
     def compiled(self, using: str = "default", lengths: dict[str, int] | None = None, **shape) -> _Compiled:
         lengths = lengths or {}
@@ -169,25 +193,45 @@ class PreparedQuery:
     def rows(self, using: str = "default", **values) -> list[dict]:
         """The rows of the query for ``values`` (and the ``shape`` arguments),
         as ``values()`` dicts."""
+        compiled, fetched = self._fetch(using, values)
+        names = compiled.names
+        return [dict(zip(names, row, strict=True)) for row in fetched]
+
+    def tuples(self, using: str = "default", **values) -> list[tuple]:
+        """The same rows as tuples, in ``values()``'s column order."""
+        return [tuple(row) for row in self._fetch(using, values)[1]]
+
+    def _fetch(self, using: str, values: dict) -> tuple[_Compiled, list]:
         shape = {name: values.pop(name) for name in self.shape}
         lists = {name: list(values[name]) for name in self.kinds if self._is_list(name)}
         compiled = self.compiled(using, lengths={name: len(v) for name, v in lists.items()}, **shape)
         if compiled.empty:
-            return []
+            return compiled, []
         connection = connections[using]
-        params = [
-            self._param(p, values, lists, connection) if isinstance(p, tuple) else p for p in compiled.params
-        ]
-        fetched = fetch_all(connection, compiled.sql, params)
-        names = compiled.names
-        return [
-            dict(zip(names, row, strict=True)) for row in compiled.compiler.results_iter(results=[fetched])
-        ]
+        params = list(compiled.params)
+        # Each list converted once, however often its values are repeated (padding).
+        for name, items in lists.items():
+            lists[name] = [self._db_value(name, item, connection) for item in items]
+        for position, name, index in compiled.slots:
+            params[position] = (
+                lists[name][index] if index is not None else self._db_value(name, values[name], connection)
+            )
+        fetched = fetch_all(connection, compiled.sql, params, compiled.native)
+        if compiled.converters:
+            fetched = [self._converted(row, compiled.converters, connection) for row in fetched]
+        return compiled, fetched
 
-    def _param(self, slot: tuple, values: dict, lists: dict, connection):
-        name = slot[0]
-        value = lists[name][slot[1]] if len(slot) == 2 else values[name]
-        return self._db_value(name, value, connection)
+    @staticmethod
+    def _converted(row, converters, connection) -> list:
+        """The row's values in Python form, by the ORM's own converters (as
+        ``SQLCompiler.apply_converters`` applies them)."""
+        row = list(row)
+        for position, convs, expression in converters:
+            value = row[position]
+            for convert in convs:
+                value = convert(value, expression, connection)
+            row[position] = value
+        return row
 
     def first(self, using: str = "default", **values) -> dict | None:
         rows = self.rows(using, **values)

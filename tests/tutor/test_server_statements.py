@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import pytest
 from django.db import connection
+from django.db.models.expressions import RawSQL
 from django.test.utils import CaptureQueriesContext
 
 from tutor.models import Task
@@ -79,6 +80,40 @@ def test_the_query_log_shows_each_run_with_its_values(task, student):
     assert len(logged) == 4
     assert all(isinstance(sql, str) and '"tutor_task"' in sql for sql in logged)
     assert all(task.pk.hex in sql for sql in logged)  # the values composed in, not placeholders
+
+
+def test_execute_wrappers_see_djangos_sql_and_a_changed_sql_is_what_runs(task, student):
+    seen = []
+
+    def observe(execute, sql, params, many, context):
+        seen.append((sql, list(params)))
+        return execute(sql, params, many, context)
+
+    def match_nothing(execute, sql, params, many, context):
+        return execute(f"SELECT * FROM ({sql}) AS wrapped WHERE 1 = 0", params, many, context)
+
+    expected = hot(task, student)
+    with connection.execute_wrapper(observe):
+        runs = [hot(task, student) for _ in range(3)]  # the third one prepared on PostgreSQL
+    with connection.execute_wrapper(match_nothing):
+        rewritten = [hot(task, student) for _ in range(3)]
+
+    assert runs == [expected] * 3 and rewritten == [None] * 3
+    assert len(seen) == 3
+    for sql, params in seen:
+        assert '"tutor_task"' in sql and sql.count("%s") == len(params) and "$1" not in sql and "?" not in sql
+        assert task.pk in params or task.pk.hex in params
+
+
+def test_a_percent_sign_in_the_sql_reaches_the_database_as_one(course):
+    # Django's SQL writes a literal % as %%; the driver's form has it once.
+    percent = PreparedQuery(
+        lambda slug: Task.objects.filter(slug=slug).values("slug", share=RawSQL("'100%%'", ())), slug="str"
+    )
+
+    runs = [percent.rows(slug=slug) for slug in ("t1", "t1", "t1", "t2")]
+
+    assert runs == [[{"slug": "t1", "share": "100%"}]] * 3 + [[]]
 
 
 @pytest.mark.django_db(transaction=True)
