@@ -600,8 +600,10 @@ class PendingDetection(models.Model):
 
     class Meta:
         indexes = [
-            # detections_sweep: the rows that are due, oldest first
-            models.Index(fields=["due_at"], name="pendingdetection_due_idx"),
+            # detections_sweep: the rows due that may still be sent, oldest
+            # first. Led by ``sends``, so the rows that have had all their
+            # sends (left to an operator) are outside the range it reads.
+            models.Index(fields=["sends", "due_at"], name="pendingdetection_live_idx"),
         ]
 
     def __str__(self) -> str:

@@ -305,3 +305,47 @@ def test_a_superuser_sends_given_up_detections_again_from_admin(
     broker.up()
     assert detections_sweep(now=later(1))["published"] == 1
     assert Correction.objects.count() == 1 and not PendingDetection.objects.exists()
+
+
+@pytest.mark.django_db
+def test_the_sweep_reads_only_the_rows_that_may_still_be_sent(student, task, broker, settings):
+    """Rows that have had all their sends wait for an operator, and they add
+    up over the months: the sweep's lookup leaves them out of the index
+    range it reads rather than filtering them one by one (SPEC §10)."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from tutor.models import TutorSession
+
+    session = TutorSession.objects.create(student=student, task=task)
+    given_up, live = 600, 3
+    messages = TutorMessage.objects.bulk_create(
+        TutorMessage(session=session, position=n, role="user", content=f"m{n}")
+        for n in range(given_up + live)
+    )
+    most = settings.CORRECTIONS_DETECTION_MAX_SENDS
+    old = timezone.now() - timedelta(days=30)
+    PendingDetection.objects.bulk_create(
+        PendingDetection(message=m, due_at=old + timedelta(seconds=n), sends=most if n < given_up else 0)
+        for n, m in enumerate(messages)
+    )
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE")
+    broker.up()
+
+    with CaptureQueriesContext(connection) as queries:
+        assert detections_sweep() == {"published": live, "failed": 0}
+
+    [lookup] = [q["sql"] for q in queries.captured_queries if q["sql"].startswith("SELECT")][:1]
+    explain = "EXPLAIN QUERY PLAN " if connection.vendor == "sqlite" else "EXPLAIN "
+    with connection.cursor() as cursor:
+        cursor.execute(explain + lookup)
+        plan = "\n".join(" ".join(str(column) for column in row) for row in cursor.fetchall())
+    assert "pendingdetection_live_idx" in plan, plan
+    if connection.vendor == "sqlite":
+        assert "(sends<?)" in plan, plan  # a range on sends: the given-up rows are not read
+    else:
+        assert "Index Cond: ((sends < " in plan and "Seq Scan" not in plan, plan
+    # The live ones were sent and their detections ran; the others still wait for an operator.
+    assert list(PendingDetection.objects.values_list("sends", flat=True).distinct()) == [most]
+    assert PendingDetection.objects.count() == given_up
