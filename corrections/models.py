@@ -602,7 +602,9 @@ class PendingDetection(models.Model):
         indexes = [
             # detections_sweep: the rows due that may still be sent, oldest
             # first. Led by ``sends``, so the rows that have had all their
-            # sends (left to an operator) are outside the range it reads.
+            # sends (left to an operator, and adding up over the months) are
+            # outside the range it reads. The due rows that may still be sent
+            # are read and sorted whole: a backlog only an outage builds.
             models.Index(fields=["sends", "due_at"], name="pendingdetection_live_idx"),
         ]
 

@@ -34,8 +34,10 @@ form; a wrapper that changes the SQL has its SQL converted and run.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import re
+import sqlite3
 from contextlib import contextmanager, nullcontext
 
 from django.conf import settings
@@ -51,7 +53,9 @@ _DJANGO_PLACEHOLDER = re.compile(r"%(.?)")
 
 def native_sql(sql: str, vendor: str) -> str:
     """``sql`` with the driver's own placeholders: ``$1, $2, …`` on
-    PostgreSQL, ``?`` on SQLite (as Django converts it on every run)."""
+    PostgreSQL, ``?`` on SQLite (as Django converts it on every run). Any
+    other ``%`` is refused when the statement is compiled (Django's SQLite
+    conversion would let a lone ``%`` through; psycopg would refuse it)."""
     numbers = itertools.count(1)
 
     def placeholder(match: re.Match) -> str:
@@ -72,20 +76,23 @@ def _prepares(connection, params) -> bool:
     )
 
 
-@contextmanager
-def _server_bound(connection):
-    # Server-side binding with PostgreSQL's own placeholders: Django's cursors bind on the client.
+@functools.cache
+def _raw_server_binding_cursor():
+    """Django's cursor mixin on psycopg's raw cursor: server-side binding
+    with PostgreSQL's own placeholders (Django's cursors bind on the client)."""
     from django.db.backends.postgresql.base import CursorMixin
     from psycopg import RawCursor
 
-    class RawServerBindingCursor(CursorMixin, RawCursor):
-        pass
+    return type("RawServerBindingCursor", (CursorMixin, RawCursor), {})
 
+
+@contextmanager
+def _server_bound(connection):
     connection.close_if_health_check_failed()
     connection.ensure_connection()
     pg = connection.connection
     factory = pg.cursor_factory
-    pg.cursor_factory = RawServerBindingCursor
+    pg.cursor_factory = _raw_server_binding_cursor()
     try:
         # Django opens it: thread check, time zone loader, execute wrappers.
         cursor = connection.cursor()
@@ -99,13 +106,27 @@ def _server_bound(connection):
         pg.prepare_threshold = None
 
 
+def _composed(db, sql: str, params) -> str:
+    """What the query log shows for a server-bound run: psycopg keeps no
+    query text for a prepared statement (Django would log None), so the SQL
+    with its values composed in, as Django logs a client-bound query. A
+    value psycopg cannot send leaves the SQL as it is: the run itself then
+    raises Django's error, as the ORM's does."""
+    from psycopg import Error
+
+    try:
+        return db.ops.compose_sql(sql, params)
+    except Error:
+        return sql
+
+
 def _execute_native(cursor, sql: str, native: str, params) -> None:
     """Run ``native`` on the driver's cursor; Django's execute wrappers and
     its query log see ``sql``, as for any query."""
     db = cursor.db
     driver = cursor.cursor
-    # Past Django's SQLite wrapper, which would convert the SQL again.
-    run = super(type(driver), driver).execute if db.vendor == "sqlite" else driver.execute
+    # On SQLite, sqlite3's own execute: Django's wrapper would convert the SQL again.
+    run = functools.partial(sqlite3.Cursor.execute, driver) if db.vendor == "sqlite" else driver.execute
 
     def execute(wrapped_sql, params, many, context):
         db.validate_no_broken_transaction()
@@ -115,10 +136,7 @@ def _execute_native(cursor, sql: str, native: str, params) -> None:
     if not isinstance(cursor, CursorDebugWrapper):
         logged = nullcontext()
     elif db.vendor == "postgresql":
-        # psycopg keeps no query text for a prepared run (Django would log
-        # None): the SQL is logged with its values composed in, as Django
-        # logs a client-bound query.
-        logged = cursor.debug_sql(db.ops.compose_sql(sql, params))
+        logged = cursor.debug_sql(_composed(db, sql, params))
     else:
         logged = cursor.debug_sql(sql, params, use_last_executed_query=True)
     with logged:

@@ -6,8 +6,10 @@ again. On SQLite the same calls run on Django's cursor."""
 
 from __future__ import annotations
 
+from contextlib import nullcontext
+
 import pytest
-from django.db import connection
+from django.db import DataError, connection
 from django.db.models.expressions import RawSQL
 from django.test.utils import CaptureQueriesContext
 
@@ -80,6 +82,22 @@ def test_the_query_log_shows_each_run_with_its_values(task, student):
     assert len(logged) == 4
     assert all(isinstance(sql, str) and '"tutor_task"' in sql for sql in logged)
     assert all(task.pk.hex in sql for sql in logged)  # the values composed in, not placeholders
+
+
+@pytest.mark.parametrize("logged", [False, True])
+def test_a_value_the_database_cannot_take_raises_djangos_error_logged_or_not(course, logged):
+    by_slug = PreparedQuery(lambda slug: Task.objects.filter(slug=slug).values("slug"), slug="str")
+    log = CaptureQueriesContext(connection) if logged else nullcontext()
+
+    with log:
+        for _ in range(3):  # the third run is prepared on PostgreSQL
+            if POSTGRESQL:  # PostgreSQL text cannot hold NUL
+                with pytest.raises(DataError):
+                    by_slug.rows(slug="t1\x00")
+            else:
+                assert by_slug.rows(slug="t1\x00") == []
+
+    assert by_slug.rows(slug="t1") == [{"slug": "t1"}]
 
 
 def test_execute_wrappers_see_djangos_sql_and_a_changed_sql_is_what_runs(task, student):
