@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import math
 import re
-import unicodedata
+
+from tutor.tags import clean_tag, tag_key
 
 # Ideographs, kana, hangul, bopomofo: one token each, matched without word boundaries.
 CJK_RANGES = "\u3040-\u30ff\u3100-\u312f\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
@@ -26,7 +27,6 @@ _WORD_CHAR = f"[^\\W{CJK_RANGES}]"
 _WORD = re.compile(f"{_WORD_CHAR}+")
 _TOKEN = re.compile(f"{_WORD_CHAR}+|[{CJK_RANGES}]")
 _CJK_RUN = re.compile(f"[{CJK_RANGES}]+")
-_SPACES = re.compile(r"\s+")
 BOUNDARY = "\x01"  # marks word edges in ``marked`` text; never part of normalized text
 
 # Latin-script text averages about four characters per token.
@@ -34,9 +34,9 @@ CHARS_PER_TOKEN = 4
 
 
 def normalize(text: str) -> str:
-    """Compatibility-folded (full-width ``ＣＩ`` is ``ci``), case-folded, single-spaced."""
-    folded = unicodedata.normalize("NFKC", text).casefold().replace(BOUNDARY, "")
-    return _SPACES.sub(" ", folded).strip()
+    """Compatibility-folded (full-width ``ＣＩ`` is ``ci``), case-folded, single-spaced:
+    a tag's key (``tutor.tags.tag_key``), for symptoms and texts too."""
+    return tag_key(text.replace(BOUNDARY, ""))
 
 
 def tag_pairs(tags) -> list[str]:
@@ -48,8 +48,9 @@ def tag_pairs(tags) -> list[str]:
 
 
 def clean(text: str) -> str:
-    """A tag or symptom as stored and shown: stripped and single-spaced, case kept."""
-    return _SPACES.sub(" ", text).strip()
+    """A tag or symptom as stored and shown: stripped and single-spaced, case
+    kept (``tutor.tags.clean_tag``)."""
+    return clean_tag(text)
 
 
 def estimate_tokens(text: str) -> int:

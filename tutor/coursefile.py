@@ -19,7 +19,7 @@ from tutor.audit import audit_record
 from tutor.errors import DomainError
 from tutor.models import AuditEvent, Course, Rubric, Task
 from tutor.rubrics import RUBRIC_ID_MAX_CHARS, CheckType, CriterionKind, Visibility
-from tutor.tags import tags_path, tags_problem
+from tutor.tags import tags_cleaned, tags_path, tags_problem
 
 SLUG_MAX_CHARS = 64
 
@@ -77,7 +77,7 @@ def _tags(data: dict, where: str) -> list[str]:
         return []
     problem = tags_problem(value)
     if problem is None:
-        return value
+        return tags_cleaned(value)
     index, message = problem
     if index is not None and not isinstance(value[index], str):
         # YAML reads an unquoted on, 3.10 or 2026-01-01 as a boolean, number or date.

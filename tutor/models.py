@@ -8,7 +8,7 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
-from tutor.tags import validate_tags
+from tutor.tags import tags_cleaned, tags_problem, validate_tags
 
 
 class Course(models.Model):
@@ -47,6 +47,11 @@ class Task(models.Model):
 
     def __str__(self) -> str:
         return f"{self.course.slug}/{self.slug}"
+
+    def clean(self) -> None:
+        """Tags are stored as the course file stores them (``tutor.tags``)."""
+        if tags_problem(self.tags) is None:
+            self.tags = tags_cleaned(self.tags)
 
 
 class Rubric(models.Model):

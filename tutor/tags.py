@@ -1,19 +1,45 @@
-"""A task's tags: the limits they share with a lesson's (SPEC §6, §9).
+"""Tags: the rules a task's share with a lesson's (SPEC §6, §9).
 
 A task's tags are the recall context's ``ctx.tags`` and become the tags of
 the lessons captured from its fixes, and recall matches every pair of them
 (``lessons.text.tag_pairs``): so a task may carry no more tags, and no longer
-ones, than a lesson may.
+ones, than a lesson may, and both are stored alike -- stripped and
+single-spaced, the same tag in another case or width once. The lessons app
+builds its text rules on ``clean_tag`` and ``tag_key``.
 """
 
 from __future__ import annotations
 
+import re
+import unicodedata
 from typing import Any
 
 from django.core.exceptions import ValidationError
 
 MAX_TAGS = 20
 TAG_MAX_CHARS = 64
+
+_SPACES = re.compile(r"\s+")
+
+
+def clean_tag(text: str) -> str:
+    """A tag as it is stored and shown: stripped and single-spaced, case kept."""
+    return _SPACES.sub(" ", text).strip()
+
+
+def tag_key(text: str) -> str:
+    """What makes two tags one: compatibility-folded (full-width ``ＣＩ`` is
+    ``ci``), case-folded and single-spaced."""
+    return clean_tag(unicodedata.normalize("NFKC", text).casefold())
+
+
+def tags_cleaned(tags: list[str]) -> list[str]:
+    """Tags ``tags_problem`` accepts, as they are stored: each cleaned, and a
+    tag that comes again (in any case or width) kept once, where it came first."""
+    kept: dict[str, str] = {}
+    for tag in tags:
+        kept.setdefault(tag_key(tag), clean_tag(tag))
+    return list(kept.values())
 
 
 def tags_problem(value: Any) -> tuple[int | None, str] | None:
@@ -26,7 +52,8 @@ def tags_problem(value: Any) -> tuple[int | None, str] | None:
     for i, tag in enumerate(value):
         if not isinstance(tag, str):
             return i, "must be a string"
-        if not tag.strip():
+        tag = clean_tag(tag)
+        if not tag:
             return i, "must not be empty"
         if len(tag) > TAG_MAX_CHARS:
             return i, f"must be at most {TAG_MAX_CHARS} characters"

@@ -247,3 +247,15 @@ def test_task_tags_within_the_limits_are_saved_from_the_task_page(courses, super
 
     assert response.status_code == 302
     assert Task.objects.get(pk=task.pk).tags == ["python", "week-2"]
+
+
+def test_task_tags_from_the_task_page_are_cleaned_and_each_tag_kept_once(courses, superuser_client):
+    task = Task.objects.filter(course=courses[0]).first()
+    url = reverse("admin:tutor_task_change", args=[task.pk])
+    data = _task_form_data(superuser_client.get(url))
+    data["tags"] = json.dumps([" Week  2", "python", "Python", "week 2 "])
+
+    response = superuser_client.post(url, data)
+
+    assert response.status_code == 302
+    assert Task.objects.get(pk=task.pk).tags == ["Week 2", "python"]

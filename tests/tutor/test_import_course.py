@@ -410,6 +410,23 @@ def test_twenty_tags_of_64_characters_are_taken_as_they_are(db, tmp_path):
     assert Task.objects.get(slug="t1").tags == tags
 
 
+def test_task_tags_are_stored_as_a_lessons_are_cleaned_and_each_tag_once(db, tmp_path):
+    data = course_data("se-101", tasks=1)
+    # Spaces around and inside, and the same tag again in another case or width.
+    data["tasks"][0]["tags"] = [
+        "  Week   1 ",
+        "python",
+        "PYTHON",
+        "ｐｙｔｈｏｎ",
+        "week 1",
+        " " + "t" * 64 + "  ",
+    ]
+
+    run_import(write(tmp_path / "course.json", data))
+
+    assert Task.objects.get(slug="t1").tags == ["Week 1", "python", "t" * 64]
+
+
 def test_command_line_exit_codes(cli, tmp_path):
     data = course_data("se-101")
     first = cli("import_course", str(write(tmp_path / "v1.yaml", data)))
