@@ -100,6 +100,18 @@ def marker(kind: str) -> str:
 MARKER = re.compile(r"\[REDACTED:[a-z_]+\]")
 
 
+# After the bracket of a marker a student typed: invisible where the text is shown.
+_NOT_A_MARKER = "\u200c"  # ZERO WIDTH NON-JOINER
+
+
+def unmarked(text: str) -> str:
+    """``text`` in which what reads like a marker (a student typing
+    ``[REDACTED:email]``) no longer is one, so ``markers_in`` counts only
+    redactions that were made: a zero-width non-joiner goes after its
+    bracket, and the text still reads the same."""
+    return MARKER.sub(lambda match: f"[{_NOT_A_MARKER}{match.group(0)[1:]}", text)
+
+
 def markers_in(text: str) -> int:
     """How many redaction markers ``text`` carries: the redactions it went
     through, also those made upstream (a chat message is redacted when it is

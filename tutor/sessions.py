@@ -19,7 +19,7 @@ from tutor.context import AssembledContext, assemble_context, context_after_send
 from tutor.errors import Conflict, ServiceUnavailable
 from tutor.models import Task, TutorMessage, TutorSession
 from tutor.offline import offline_reply
-from tutor.redaction import redact
+from tutor.redaction import redact, unmarked
 from tutor.selectors import earlier_messages
 from tutor.signals import user_message_handled
 
@@ -105,8 +105,9 @@ def sessions_release_stale(*, now=None) -> int:
 def message_text(content: str) -> str:
     """A student's message as it is stored and sent: secrets a student pastes
     (a key, a password in a URL) are redacted first -- nothing a model or a
-    ModelCall row receives holds them. The preview shows the same text."""
-    return redact(content).text
+    ModelCall row receives holds them -- and markers the student typed are
+    not taken for redactions (``unmarked``). The preview shows the same text."""
+    return redact(unmarked(content)).text
 
 
 def message_send(*, session: TutorSession, content: str, correlation_id: str) -> Exchange:

@@ -25,7 +25,7 @@ from corrections.models import (
 from corrections.services.memory import memory_purge_expired
 from tests.corrections.conftest import RAINFALL_500, RAINFALL_500_EN, RAINFALL_QUESTION, RAINFALL_QUESTION_EN
 from tests.factories import client_for
-from tutor.models import AuditEvent
+from tutor.models import AuditEvent, TutorMessage
 
 LANGUAGES = {
     "zh": {
@@ -396,3 +396,16 @@ def test_detection_is_enqueued_on_commit_not_before(student, chat_for, django_ca
     for callback in callbacks:
         callback()
     assert Correction.objects.count() == 1
+
+
+@pytest.mark.django_db
+def test_markers_a_student_types_are_not_counted_as_redactions(student, chat_for):
+    typed = "I prefer answers that show [REDACTED:email] and [REDACTED:api_key] as is; mail me at a@b.example"
+    chat_for(student).send(typed)
+
+    correction = correction_of(student)
+    assert correction.redactions == 1  # the address, not the two look-alikes
+    assert "a@b.example" not in correction.content
+    # The student's own text still reads the same.
+    stored = TutorMessage.objects.get(role="user").content
+    assert stored.replace("\u200c", "") == typed.replace("a@b.example", "[REDACTED:email]")
