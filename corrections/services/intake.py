@@ -34,7 +34,7 @@ from corrections.services.routing import route, session_scoped
 from corrections.text import topic_key
 from tutor.errors import DomainError
 from tutor.models import TutorMessage
-from tutor.redaction import markers_in, redact
+from tutor.redaction import markers_in, redact, unmarked
 
 log = logging.getLogger(__name__)
 
@@ -96,7 +96,8 @@ def correction_submit(*, user, course, content: str, session=None, correlation_i
         course=course,
         session=session,
         message=None,
-        content=content,
+        # A chat message was stored so; here the student's markers are made plain text too.
+        content=unmarked(content),
         assistant=assistant,
         source=Source.EXPLICIT,
         correlation_id=correlation_id,

@@ -160,6 +160,16 @@ def test_explicit_detection_without_a_session_takes_its_topic_from_its_own_words
 
 
 @pytest.mark.django_db
+def test_explicit_detection_counts_only_the_redactions_it_made(student, student_client):
+    typed = "I prefer answers that show [REDACTED:email] as is; my key is sk-proj-abcdefghijklmnopqrstuvwx"
+    response = student_client.post("/api/corrections/", {"content": typed}, format="json")
+
+    assert response.status_code == 201
+    stored = Correction.objects.get(user=student)
+    assert stored.redactions == 1 and "sk-proj" not in stored.content
+
+
+@pytest.mark.django_db
 def test_explicit_detection_of_no_correction_writes_nothing(student_client):
     response = student_client.post(
         "/api/corrections/", {"content": "北京的年均降雨量大概是多少？"}, format="json"
