@@ -20,10 +20,11 @@ from lessons import access
 from lessons.models import Lesson, LessonKind, LessonStatus, RecallTrace, RejectReason, SkillCandidate
 from lessons.selectors import similar_lessons
 from lessons.services.lifecycle import (
-    harmful_lessons,
+    held_global_lessons,
     lesson_approve,
     lesson_create,
     lesson_inject,
+    lesson_keep,
     lesson_quarantine,
     lesson_reject,
     lesson_retire,
@@ -95,7 +96,7 @@ class QueueFilter(admin.SimpleListFilter):
         if value == self.HARMFUL_GLOBAL:
             if not request.user.is_superuser:
                 return queryset.none()
-            return queryset.filter(pk__in=harmful_lessons().filter(course__isnull=True).values("pk"))
+            return queryset.filter(pk__in=held_global_lessons().values("pk"))
         if value == "review_due":
             return queryset.filter(
                 review_by__lt=timezone.localdate(),
@@ -193,7 +194,7 @@ class LessonAdmin(admin.ModelAdmin):
     search_fields = ["title"]
     ordering = ["created_at", "id"]  # a queue: oldest first
     show_full_result_count = False
-    actions = ["approve", "reject_with_reason", "inject", "quarantine", "retire"]
+    actions = ["approve", "reject_with_reason", "inject", "quarantine", "keep_injected", "retire"]
     readonly_fields = [
         "title",
         "body",
@@ -211,6 +212,7 @@ class LessonAdmin(admin.ModelAdmin):
         "tokens",
         "helpful",
         "harmful",
+        "harmful_kept",
         "reject_reason",
         "reject_note",
         "created_by",
@@ -227,6 +229,12 @@ class LessonAdmin(admin.ModelAdmin):
         if match is not None and match.url_name.endswith("changelist"):
             qs = qs.defer("body", "shingles")  # heavy text stays out of the list
         return qs
+
+    def get_actions(self, request):
+        actions = super().get_actions(request)
+        if not request.user.is_superuser:
+            actions.pop("keep_injected", None)  # global lessons are a superuser's
+        return actions
 
     # --- permissions: records change only through the actions' services ------------
 
@@ -391,6 +399,16 @@ class LessonAdmin(admin.ModelAdmin):
             queryset,
             "quarantined",
             lambda lesson: lesson_quarantine(lesson=lesson, actor=request.user),
+        )
+
+    @admin.action(description="Keep selected held global lessons injected (until a new harmful mark)")
+    def keep_injected(self, request, queryset):
+        _run(
+            self,
+            request,
+            queryset,
+            "kept injected",
+            lambda lesson: lesson_keep(lesson=lesson, actor=request.user),
         )
 
     @admin.action(description="Retire selected lessons")

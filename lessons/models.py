@@ -84,6 +84,10 @@ class Lesson(models.Model):
     tokens = models.PositiveIntegerField()
     helpful = models.PositiveIntegerField(default=0)
     harmful = models.PositiveIntegerField(default=0)
+    # A superuser kept this global lesson injected at this many harmful marks
+    # (``lesson_keep``): the queue of held global lessons lists it again only
+    # once it has more.
+    harmful_kept = models.PositiveIntegerField(default=0)
 
     source = models.CharField(max_length=16, choices=LessonSource.choices)
     # The attempt behind the lesson: the passing review of a capture, or a

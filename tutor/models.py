@@ -228,6 +228,7 @@ class AuditEvent(models.Model):
         LESSON_INJECTED = "lesson_injected"
         LESSON_QUARANTINED = "lesson_quarantined"
         LESSON_RETIRED = "lesson_retired"
+        LESSON_KEPT = "lesson_kept"
         DELTA_APPLIED = "delta_applied"
         SKILL_ACCEPTED = "skill_accepted"
         SKILL_DISMISSED = "skill_dismissed"

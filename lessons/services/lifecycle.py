@@ -7,6 +7,7 @@
                             a global lesson only on marks from ≥ 2 courses)
     quarantined → injected | retired (staff)
     injected → retired (staff)
+    injected → injected (a superuser keeps a held global lesson: ``lesson_keep``)
 
 Each transition is one conditional UPDATE (``WHERE status = <from>``): a
 lesson someone else moved meanwhile is a 409, never overwritten. Each writes
@@ -190,6 +191,44 @@ def harmful_lessons():
     return Lesson.objects.filter(
         status=LessonStatus.INJECTED, harmful__gte=quarantine_harmful_threshold(), harmful__gt=F("helpful")
     )
+
+
+def held_global_lessons():
+    """The global lessons waiting for a superuser (the admin queue "Harmful
+    global lessons"): marked harmful enough for the automatic quarantine but
+    held by ``LESSON_GLOBAL_QUARANTINE_COURSES``, and not kept since their
+    last harmful mark (``lesson_keep``)."""
+    return harmful_lessons().filter(course__isnull=True, harmful__gt=F("harmful_kept"))
+
+
+@transaction.atomic(durable=True)
+def lesson_keep(*, lesson: Lesson, actor, reason: str = "") -> Lesson:
+    """A superuser's decision on a held global lesson: it stays injected and
+    leaves the queue until a new harmful mark brings it back. One
+    conditional UPDATE (a lesson quarantined or marked meanwhile is a 409),
+    audited as ``lesson_kept`` with the counts it was decided on."""
+    ensure_can_manage(actor, lesson.course_id)
+    current = held_global_lessons().filter(pk=lesson.pk).values("harmful", "helpful").first()
+    if current is None:
+        raise IllegalTransition(
+            "only a global lesson held for a decision (injected, marked harmful enough, not kept since "
+            "its last harmful mark) can be kept"
+        )
+    kept = held_global_lessons().filter(pk=lesson.pk, harmful=current["harmful"])
+    if kept.update(harmful_kept=current["harmful"]) != 1:
+        raise IllegalTransition("the lesson changed meanwhile; reload it and try again")
+    audit_record(
+        actor=actor,
+        event=Event.LESSON_KEPT,
+        target=lesson,
+        course=None,
+        from_state=LessonStatus.INJECTED,
+        to_state=LessonStatus.INJECTED,
+        reason=redact_text(reason.strip()),
+        extra=current,
+    )
+    lesson.refresh_from_db()
+    return lesson
 
 
 def lesson_quarantine_if_harmful(*, lesson_id, course_id, actor) -> bool:

@@ -440,6 +440,55 @@ def test_a_course_lesson_is_still_quarantined_by_its_own_course_alone(course, se
     assert list(held.context["cl"].result_list) == []
 
 
+def harmful_global_queue(client) -> list:
+    page = client.get(reverse("admin:lessons_lesson_changelist"), {"queue": "harmful_global"})
+    return list(page.context["cl"].result_list)
+
+
+@pytest.mark.django_db
+def test_a_superuser_keeps_a_held_global_lesson_until_it_gets_new_marks(se_marks, superuser, held_globals):
+    lesson = make_lesson(course=None)
+    used_by(lesson, se_marks)
+    harmful_from(se_marks, 3)(lesson)
+    client = Client()
+    client.force_login(superuser)
+    assert harmful_global_queue(client) == [lesson]
+
+    kept = client.post(
+        reverse("admin:lessons_lesson_changelist") + "?queue=harmful_global",
+        {"action": "keep_injected", "_selected_action": [str(lesson.pk)]},
+        follow=True,
+    )
+
+    assert kept.status_code == 200 and "Kept injected: 1" in kept.content.decode()
+    lesson.refresh_from_db()
+    assert (lesson.status, lesson.harmful, lesson.harmful_kept) == ("injected", 3, 3)
+    event = AuditEvent.objects.get(event="lesson_kept")
+    assert (event.actor_id, event.from_state, event.to_state) == (superuser.pk, "injected", "injected")
+    assert (event.extra["harmful"], event.extra["helpful"]) == (3, 0)
+    assert harmful_global_queue(client) == []  # decided: out of the queue
+
+    harmful_from(se_marks, 1)(lesson)  # a new mark after the decision brings it back
+
+    assert harmful_global_queue(client) == [lesson]
+
+
+@pytest.mark.django_db
+def test_keeping_is_refused_for_a_lesson_the_queue_does_not_hold(course, se_marks, superuser, staff):
+    from lessons.services.lifecycle import lesson_keep
+    from tutor.errors import Conflict, PermissionRefused
+
+    course_lesson, quiet_global = make_lesson(course=course), make_lesson(course=None)
+
+    with pytest.raises(Conflict, match="only a global lesson held for a decision"):
+        lesson_keep(lesson=course_lesson, actor=superuser)
+    with pytest.raises(Conflict, match="only a global lesson held for a decision"):
+        lesson_keep(lesson=quiet_global, actor=superuser)
+    with pytest.raises(PermissionRefused):
+        lesson_keep(lesson=quiet_global, actor=staff)
+    assert not AuditEvent.objects.filter(event="lesson_kept").exists()
+
+
 @pytest.mark.django_db
 def test_course_staff_get_no_harmful_global_queue(se_marks, staff, held_globals):
     lesson = make_lesson(course=None)
@@ -452,6 +501,7 @@ def test_course_staff_get_no_harmful_global_queue(se_marks, staff, held_globals)
 
     assert list(page.context["cl"].result_list) == []
     assert "Harmful global lessons" not in page.content.decode()
+    assert "keep_injected" not in page.content.decode()  # the decision is a superuser's
 
 
 # --- who may send --------------------------------------------------------------------------------
