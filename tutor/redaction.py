@@ -21,6 +21,8 @@ _NOT_ALNUM_AFTER = r"(?![A-Za-z0-9])"
 
 # (kind, pattern), applied in this order: a private key block before the
 # base64 lines inside it, a URL's password before the e-mail-like user@host.
+# Where a marker stands as a secret's value it is left alone: one of ours,
+# or one a student typed (``unmarked``: U+200C after its bracket).
 PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     (
         "private_key",
@@ -30,7 +32,7 @@ PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
         ),
     ),
     # scheme://user:password@host -> the password only
-    ("url_password", re.compile(r"(?<=://)([^/\s:@]+):([^/\s@]+)(?=@)")),
+    ("url_password", re.compile(r"(?<=://)([^/\s:@]+):(?!\[\u200c?REDACTED:)([^/\s@]+)(?=@)")),
     (
         "api_key",
         re.compile(
@@ -58,9 +60,9 @@ PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
         re.compile(
             r"(?i)(?<![A-Za-z0-9])(?:[A-Za-z0-9_-]*(?:password|passwd|pwd|secret|api[_-]?key|private[_-]?key"
             r"|access[_-]?key)[A-Za-z0-9_-]*|密码|口令|密钥)[\"']?"
-            r"(?:\s*[:=：]\s*|\s+is\s+|\s*是\s*)(?![\"']?\[REDACTED:)"
+            r"(?:\s*[:=：]\s*|\s+is\s+|\s*是\s*)(?![\"']?\[\u200c?REDACTED:)"
             r"(?P<value>\"[^\"\n]{1,200}\"|'[^'\n]{1,200}'|[^\s,;，；。]{1,200})"
-            r"|(?<![A-Za-z0-9])[A-Za-z0-9_-]*token[A-Za-z0-9_-]*[\"']?\s*[:=]\s*(?![\"']?\[REDACTED:)"
+            r"|(?<![A-Za-z0-9])[A-Za-z0-9_-]*token[A-Za-z0-9_-]*[\"']?\s*[:=]\s*(?![\"']?\[\u200c?REDACTED:)"
             r"(?P<token>[\"']?[A-Za-z0-9._~+/\-]{8,}={0,2}[\"']?)(?![A-Za-z0-9])"
         ),
     ),

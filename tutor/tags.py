@@ -27,10 +27,14 @@ def clean_tag(text: str) -> str:
     return _SPACES.sub(" ", text).strip()
 
 
+def folded(text: str) -> str:
+    """Compatibility-folded (full-width ``ＣＩ`` is ``ci``) and case-folded."""
+    return unicodedata.normalize("NFKC", text).casefold()
+
+
 def tag_key(text: str) -> str:
-    """What makes two tags one: compatibility-folded (full-width ``ＣＩ`` is
-    ``ci``), case-folded and single-spaced."""
-    return clean_tag(unicodedata.normalize("NFKC", text).casefold())
+    """What makes two tags one: ``folded`` and single-spaced."""
+    return clean_tag(folded(text))
 
 
 def tags_cleaned(tags: list[str]) -> list[str]:

@@ -214,7 +214,7 @@ def lesson_keep(*, lesson: Lesson, actor, reason: str = "") -> Lesson:
             "only a global lesson held for a decision (injected, marked harmful enough, not kept since "
             "its last harmful mark) can be kept"
         )
-    kept = held_global_lessons().filter(pk=lesson.pk, harmful=current["harmful"])
+    kept = held_global_lessons().filter(pk=lesson.pk, **current)  # the counts it was decided on
     if kept.update(harmful_kept=current["harmful"]) != 1:
         raise IllegalTransition("the lesson changed meanwhile; reload it and try again")
     audit_record(

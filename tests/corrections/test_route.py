@@ -399,6 +399,25 @@ def test_detection_is_enqueued_on_commit_not_before(student, chat_for, django_ca
 
 
 @pytest.mark.django_db
+@pytest.mark.parametrize(
+    "typed",
+    [
+        "my password is [REDACTED:password]",
+        "password: [REDACTED:email] ok",
+        'api_key="[REDACTED:api_key]"',
+        "https://bob:[REDACTED:url_password]@h.example/",
+    ],
+)
+def test_a_typed_marker_where_a_secret_would_be_is_left_as_typed(student, chat_for, typed):
+    chat_for(student).send(f"I prefer answers that quote {typed} as is")
+
+    correction = correction_of(student)
+    assert correction.redactions == 0
+    stored = TutorMessage.objects.get(role="user").content
+    assert stored.replace("\u200c", "") == f"I prefer answers that quote {typed} as is"
+
+
+@pytest.mark.django_db
 def test_markers_a_student_types_are_not_counted_as_redactions(student, chat_for):
     typed = "I prefer answers that show [REDACTED:email] and [REDACTED:api_key] as is; mail me at a@b.example"
     chat_for(student).send(typed)

@@ -64,3 +64,15 @@ def test_shingles_pair_cjk_characters_and_keep_words():
     assert shingles("Empty array 空数组") == ["array", "empty", "数组", "空数"]
     assert jaccard(shingles("Check the empty array first"), shingles("check the EMPTY array first!")) == 1.0
     assert jaccard(shingles("a b c d e"), shingles("a b c d f")) == pytest.approx(4 / 6)
+
+
+@pytest.mark.parametrize(
+    ("text", "normalized"),
+    [
+        ("  ＣＩ   Fails\t", "ci fails"),  # width, case and spaces folded
+        ("e\x01\u0301", "e\u0301"),  # the boundary goes after folding: it never joins what it parted
+        ("\u1100\x01\u1161", "\u1100\u1161"),
+    ],
+)
+def test_normalized_text_is_folded_first_and_loses_the_boundary_mark_after(text, normalized):
+    assert normalize(text) == normalized
