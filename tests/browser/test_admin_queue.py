@@ -104,3 +104,35 @@ def test_course_staff_settle_a_need_review_from_the_queue(browser, monkeypatch):
     browser.shot("audit-trail")
     assert AuditEvent.objects.get(event="staff_verdict").target_id == str(verdict.pk)
     assert elsewhere.submission.attempts.count() == 1  # another course's review untouched
+
+
+def test_a_superuser_keeps_a_held_global_lesson_from_its_queue(browser):
+    from django.contrib.auth import get_user_model
+
+    from lessons.models import Lesson
+    from tests.lessons.conftest import make_lesson
+
+    held = make_lesson(course=None, title="Compare the escaped output", harmful=3, helpful=1)
+    make_lesson(course=None, title="A quiet global lesson")  # no marks: not in the queue
+    get_user_model().objects.create_superuser("root", "root@example.org", PASSWORD)
+
+    browser.open("/admin/login/?next=/admin/lessons/lesson/%3Fqueue%3Dharmful_global")
+    browser.find("#id_username").send_keys("root")
+    browser.find("#id_password").send_keys(PASSWORD)
+    browser.click("input[type=submit]")
+    browser.wait_for("#result_list")
+    (row,) = browser.find_all("#result_list tbody tr")
+    assert "Compare the escaped output" in row.text
+    browser.shot("held-global-lessons")
+
+    browser.click("#result_list tbody tr input.action-select")
+    Select(browser.find("select[name=action]")).select_by_value("keep_injected")
+    browser.click("button[name=index]")
+
+    browser.wait_for_text(".messagelist", "Kept injected: 1")
+    browser.shot("after-keep")
+    assert browser.find_all("#result_list tbody tr") == []  # decided: the queue is empty
+    held.refresh_from_db()
+    assert (held.status, held.harmful_kept) == ("injected", 3)
+    assert Lesson.objects.filter(status="injected").count() == 2
+    assert AuditEvent.objects.get(event="lesson_kept").target_id == str(held.pk)
