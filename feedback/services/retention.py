@@ -77,7 +77,8 @@ def _release_references(model, ids: list) -> None:
 
 def attempts_purge(*, submission_ids: list, reason: str, actor=None, course=None) -> Purged:
     """Delete the given submissions and every review attempt of theirs, and
-    record one ``attempts_purged`` audit event (actor None: an operator).
+    record one ``attempts_purged`` audit event (actor None: an operator)
+    with the counts and the ids of the students whose submissions went.
 
     The caller purges whole histories: a submission left behind that names
     a purged one as ``previous``, or an attempt reused from a purged one,
@@ -88,6 +89,10 @@ def attempts_purge(*, submission_ids: list, reason: str, actor=None, course=None
     with transaction.atomic():
         permit = AttemptPurgePermit.objects.create(reason=reason[:200])
         attempt_ids = list(ReviewAttempt.objects.filter(submission_id__in=ids).values_list("pk", flat=True))
+        students = set()
+        for start in range(0, len(ids), PURGE_CHUNK):
+            chunk = Submission.objects.filter(pk__in=ids[start : start + PURGE_CHUNK])
+            students.update(chunk.values_list("student_id", flat=True))
         _release_references(ReviewAttempt, attempt_ids)
         _release_references(Submission, ids)
         attempts = _delete_where(ReviewAttempt, "submission_id", ids)
@@ -102,7 +107,7 @@ def attempts_purge(*, submission_ids: list, reason: str, actor=None, course=None
             event=AuditEvent.Event.ATTEMPTS_PURGED,
             course=course,
             reason=reason,
-            extra={"submissions": submissions, "attempts": attempts},
+            extra={"submissions": submissions, "attempts": attempts, "students": sorted(students)},
         )
     return Purged(submissions=submissions, attempts=attempts)
 

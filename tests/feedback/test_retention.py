@@ -80,7 +80,7 @@ def test_the_purge_deletes_submissions_with_their_attempts_and_records_one_audit
     [event] = AuditEvent.objects.filter(event=AuditEvent.Event.ATTEMPTS_PURGED)
     assert (event.actor, event.actor_label, event.course_id) == (None, "operator", course.pk)
     assert event.reason == "retention: older than 365 days"
-    assert event.extra == {"submissions": 2, "attempts": 3}
+    assert event.extra == {"submissions": 2, "attempts": 3, "students": [student.pk]}
     assert not AttemptPurgePermit.objects.exists()  # the guard is back
     with pytest.raises((IntegrityError, DatabaseError)), transaction.atomic():
         ReviewAttempt.objects.filter(pk=kept_attempt.pk).delete()
