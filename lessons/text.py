@@ -47,10 +47,8 @@ def tag_pairs(tags) -> list[str]:
     return [f"{a}{BOUNDARY}{b}" for i, a in enumerate(ordered) for b in ordered[i + 1 :]]
 
 
-def clean(text: str) -> str:
-    """A tag or symptom as stored and shown: stripped and single-spaced, case
-    kept (``tutor.tags.clean_tag``)."""
-    return clean_tag(text)
+# A tag or symptom as stored and shown: stripped and single-spaced, case kept.
+clean = clean_tag
 
 
 def estimate_tokens(text: str) -> int:

@@ -150,19 +150,17 @@ def _stale_statement(exc: DatabaseError) -> bool:
     return isinstance(exc.__cause__, errors.FeatureNotSupported | errors.InvalidSqlStatementName)
 
 
-def fetch_all(connection, sql: str, params: list, native: str | None = None) -> list[tuple]:
+def fetch_all(connection, sql: str, params: list, native: str) -> list[tuple]:
     """The rows of ``sql`` with ``params``, through Django's cursor;
     ``native`` is the same SQL as ``native_sql`` writes it for this
     connection's database."""
     if not _prepares(connection, params):
         with connection.cursor() as cursor:
-            if native is not None and connection.vendor == "sqlite":
+            if connection.vendor == "sqlite":
                 _execute_native(cursor, sql, native, params)
             else:
                 cursor.execute(sql, params)
             return cursor.fetchall()
-    if native is None:
-        native = native_sql(sql, connection.vendor)
     try:
         with _server_bound(connection) as cursor:
             _execute_native(cursor, sql, native, params)
