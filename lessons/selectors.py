@@ -28,7 +28,7 @@ from django.db.models import (
     UUIDField,
     Value,
 )
-from django.db.models.functions import Cast, Coalesce, StrIndex
+from django.db.models.functions import Cast, StrIndex
 from django.utils import timezone
 
 from lessons import access
@@ -43,16 +43,16 @@ from lessons.models import (
     SkillCandidate,
 )
 from lessons.recall import LessonRow, RecallContext, RecallParams, RecallResult, Totals, recall
-from lessons.text import jaccard, marked, normalize, tag_pairs, text_tokens
+from lessons.text import jaccard, marked, normalize, symptom_anchor, tag_pairs, text_tokens
 from tutor.prepared import PreparedQuery
 
 # Float sums in SQL and in Python may differ in the last bits: the SQL
 # pre-filter lets borderline lessons through, and Python decides exactly.
 _SQL_SLACK = 1e-9
 
-# The one statement's rows: a lesson ("r"), a symptom phrase found in the
-# texts ("p"), or the stage counts ("c"), told apart by the first column.
-_LESSON, _PHRASE, _COUNTS = "r", "p", "c"
+# The one statement's rows: a lesson ("r") or the stage counts ("c"), told
+# apart by the first column.
+_LESSON, _COUNTS = "r", "c"
 _ROW_FIELDS = (
     "id",
     "title",
@@ -82,13 +82,10 @@ _ROW_TYPES = (
     DateField,
     DateTimeField,
 )
-# Placeholders of the branches without a lesson. The counts branch takes plain
-# NULLs: Django leaves constants out of its GROUP BY (a cast would be grouped,
-# and an empty scope would give no row at all).
+# Placeholders of the counts branch, which has no lesson: plain NULLs, since
+# Django leaves constants out of its GROUP BY (a cast would be grouped, and an
+# empty scope would give no row at all).
 _NULL_ROW = tuple(Value(None, output_field=field()) for field in _ROW_TYPES)
-# The phrase branch takes typed NULLs: PostgreSQL resolves an untyped NULL of
-# a SELECT DISTINCT as text, which a UNION with a uuid or jsonb column refuses.
-_TYPED_NULL_ROW = tuple(Cast(Value(None), output_field=field()) for field in _ROW_TYPES)
 _NULL_COUNTS = tuple(Cast(Value(None), output_field=IntegerField()) for _ in range(3))
 
 
@@ -196,7 +193,7 @@ class _Shape:
     values that reach its SQL."""
 
     scoped: bool  # some courses' lessons and the global ones; else every course's
-    looks_for: str  # _NOTHING; _SYMPTOMS (explicit, maybe none); _TEXT (phrases found in SQL)
+    looks_for: str  # _NOTHING; _SYMPTOMS (explicit, maybe none); _TEXT (phrases of a text)
     every_lesson: bool  # the floor is within reach of every lesson: all are loaded
     with_counts: bool
     in_session: bool = False  # each lesson row tells whether this session already used it
@@ -214,7 +211,6 @@ _KINDS = {
     "haystack": "str",
     "tag_weight": "float",
     "symptom_weight": "float",
-    "w_symptom": "float",
     "threshold": "float",
     "today": "date",
     "session_id": "uuid",
@@ -277,9 +273,7 @@ def _bind(
             symptoms = query.symptoms or ()
             values["symptoms"] = list(symptoms)
             values["symptom_weight"] = params.w_symptom / max(len(symptoms), 1)
-        else:
-            values["w_symptom"] = params.w_symptom
-    if looks_for == _TEXT:
+    if looks_for == _TEXT and not every_lesson:
         values["anchors"] = list(query.anchors)
         values["haystack"] = query.haystack
     if with_counts:
@@ -291,27 +285,23 @@ def _bind(
     return _Shape(scoped, looks_for, every_lesson, with_counts, in_session, by_pairs), values
 
 
-def _keys_in_text(scope: Q, anchors, haystack: str) -> QuerySet:
-    """Symptom keys of the scope whose phrase occurs in the texts: the anchor
-    (an indexed lookup) narrows them, the marked substring test decides --
-    in SQL, exactly as ``lessons.text.phrase_in``."""
-    return (
-        LessonKey.objects.filter(scope, kind=LessonKey.Kind.SYMPTOM, anchor__in=list(anchors))
-        .alias(at=StrIndex(Value(haystack), F("marked")))
-        .filter(at__gt=0)
-    )
+def _in_text(values: dict) -> Q:
+    """Symptom keys whose phrase occurs in the texts: the anchor (an indexed
+    lookup) narrows them, the marked substring test decides -- in SQL,
+    exactly as ``lessons.text.phrase_in`` (and ``_found_phrases``)."""
+    return Q(kind=LessonKey.Kind.SYMPTOM, anchor__in=values["anchors"], at__gt=0)
 
 
-def _candidate_ids(shape: _Shape, scope: Q, values: dict, known: QuerySet | None) -> QuerySet:
+def _candidate_ids(shape: _Shape, scope: Q, values: dict) -> QuerySet:
     """Ids of the scope's lessons that can reach the floor (a subquery).
 
-    One row per matching key, grouped by lesson, HAVING its tag and symptom
-    parts ≥ floor − W_DECAY: a matching tag is worth W_TAG/|ctx.tags|, a
-    matching symptom W_SYMPTOM/|ctx.symptoms|. From a text, |ctx.symptoms|
-    is the number of distinct phrases of injected lessons found in it -- an
-    uncorrelated scalar subquery, computed once. (A lesson that is not
-    injected may be over-counted by a phrase only it knows: it is then
-    loaded, and filtered; never the reverse.)
+    One row per matching key, grouped by lesson. With explicit symptoms,
+    HAVING its tag and symptom parts ≥ floor − W_DECAY: a matching tag is
+    worth W_TAG/|ctx.tags|, a matching symptom W_SYMPTOM/|ctx.symptoms|.
+    From a text, |ctx.symptoms| is the number of phrases found in it, which
+    only the loaded rows tell (``_found_phrases``): so every lesson with a
+    phrase in the text is loaded, and the others when their tag part alone
+    reaches the bound -- a superset, which ``lessons.recall`` scores exactly.
     """
 
     if shape.by_pairs:
@@ -329,23 +319,23 @@ def _candidate_ids(shape: _Shape, scope: Q, values: dict, known: QuerySet | None
     tags = values["tags"]
     match = [Q(kind=LessonKey.Kind.TAG, value__in=tags)] if tags else []
     keys = LessonKey.objects.filter(scope)
+    counted = {}
     if shape.looks_for == _SYMPTOMS:
         if values["symptoms"]:
             match.append(Q(kind=LessonKey.Kind.SYMPTOM, value__in=values["symptoms"]))
-        symptom_part = weight("symptom_weight") * hits(LessonKey.Kind.SYMPTOM)
+        part = tag_part + weight("symptom_weight") * hits(LessonKey.Kind.SYMPTOM)
+        reaches = Q(part__gte=values["threshold"])
     else:
-        match.append(Q(kind=LessonKey.Kind.SYMPTOM, anchor__in=values["anchors"], at__gt=0))
-        found = known.values("kind").annotate(n=Count("value", distinct=True)).values("n")[:1]
-        symptom_part = Coalesce(
-            weight("w_symptom") * hits(LessonKey.Kind.SYMPTOM) / Subquery(found, output_field=FloatField()),
-            Value(0.0),
-        )
+        match.append(_in_text(values))
         keys = keys.alias(at=StrIndex(Value(values["haystack"]), F("marked")))
+        part = tag_part
+        counted["n_symptoms"] = Count("lesson_id", filter=Q(kind=LessonKey.Kind.SYMPTOM))
+        reaches = Q(part__gte=values["threshold"]) | Q(n_symptoms__gt=0)
     return (
         keys.filter(functools.reduce(Q.__or__, match))
         .values("lesson_id")
-        .annotate(part=tag_part + symptom_part)
-        .filter(part__gte=values["threshold"])
+        .annotate(part=part, **counted)
+        .filter(reaches)
         .values("lesson_id")
     )
 
@@ -362,7 +352,7 @@ def _candidate_ids_by_pairs(shape: _Shape, scope: Q, values: dict) -> QuerySet:
             match.append(Q(kind=LessonKey.Kind.SYMPTOM, value__in=values["symptoms"]))
     else:
         keys = keys.alias(at=StrIndex(Value(values["haystack"]), F("marked")))
-        match.append(Q(kind=LessonKey.Kind.SYMPTOM, anchor__in=values["anchors"], at__gt=0))
+        match.append(_in_text(values))
     return (
         keys.filter(functools.reduce(Q.__or__, match))
         .values("lesson_id")
@@ -425,34 +415,22 @@ def _stage_counts(course_ids, today: date) -> QuerySet:
 
 
 def _recall_queryset(shape: _Shape, **values) -> QuerySet:
-    """ONE statement, UNION ALL of: the candidate lessons; the phrases found
-    in the texts (from a text only; in the ``title`` column); with
+    """ONE statement, UNION ALL of: the candidate lessons; with
     ``with_counts``, one row of stage counts over the whole scope -- one
     snapshot for all."""
     scope = _scope(values["course_ids"] if shape.scoped else None)
     tail = _NULL_COUNTS if shape.with_counts else ()
-    known = None
-    if shape.looks_for == _TEXT:
-        known = (
-            _keys_in_text(scope, values["anchors"], values["haystack"])
-            .filter(lesson__status=LessonStatus.INJECTED)
-            .order_by()
-        )
     parts = []
     if shape.every_lesson:  # every lesson can reach the floor
         parts.append(Lesson.objects.filter(scope))
     elif shape.looks_for != _NOTHING:
         # By id only: the keys are already scoped, and the lookup goes by primary key.
-        parts.append(Lesson.objects.filter(InSubquery(F("id"), _candidate_ids(shape, scope, values, known))))
-    used, typed_unused, unused = (), (), ()
+        parts.append(Lesson.objects.filter(InSubquery(F("id"), _candidate_ids(shape, scope, values))))
+    used, unused = (), ()
     if shape.in_session:
         used = (Exists(LessonHit.objects.filter(lesson_id=OuterRef("id"), session_id=values["session_id"])),)
-        typed_unused = (Cast(Value(None), output_field=BooleanField()),)
         unused = (Value(None, output_field=BooleanField()),)
     parts = [p.order_by().values_list(Value(_LESSON), *_ROW_COLUMNS, *used, *tail) for p in parts]
-    if known is not None:
-        phrase_row = (_TYPED_NULL_ROW[0], "value", *_TYPED_NULL_ROW[2:], *typed_unused)
-        parts.append(known.values_list(Value(_PHRASE), *phrase_row, *tail).distinct())
     if shape.with_counts:
         parts.append(
             _stage_counts(values["course_ids"] if shape.scoped else None, values["today"]).values_list(
@@ -549,6 +527,31 @@ def _recall_query(course_ids, tags, symptoms, texts: list[str] | None) -> _Query
     )
 
 
+@functools.lru_cache(maxsize=NORMALIZED_CACHE_SIZE)
+def _probe(phrase: str) -> tuple[str, str]:
+    """A normalized symptom's anchor and marked form, as its key stores them
+    (``lessons.services.store.lesson_keys``)."""
+    return symptom_anchor(phrase), marked(phrase)
+
+
+def _found_phrases(rows: list[LessonRow], query: _Query) -> tuple[str, ...]:
+    """The symptom phrases of the injected lessons among ``rows`` that occur
+    in the query's texts, sorted: the same test as the statement's
+    (``_in_text``: the anchor among the texts' tokens, the marked phrase in
+    the marked texts), on the same rows. Exact because the statement loads
+    every lesson of the scope with such a phrase (``_candidate_ids``)."""
+    anchors = frozenset(query.anchors)
+    found = set()
+    for row in rows:
+        if row.status != LessonStatus.INJECTED:
+            continue
+        for phrase in row.symptoms:
+            anchor, mark = _probe(phrase)
+            if anchor in anchors and mark in query.haystack:
+                found.add(phrase)
+    return tuple(sorted(found))
+
+
 def lessons_recall(
     *,
     course_ids,
@@ -601,9 +604,12 @@ def lessons_recall(
 
     From a text, a phrase is found in SQL: its anchor token (an indexed
     lookup among the text's tokens) narrows the keys, and a substring test on
-    word-edge-marked text (``lessons.text.marked``) decides, so the found
-    phrases -- ctx.symptoms, whose number weighs every symptom match -- come
-    back in the same statement.
+    word-edge-marked text (``lessons.text.marked``) decides. Every lesson
+    with such a phrase is loaded, so the found phrases -- ctx.symptoms, whose
+    number weighs every symptom match -- are the injected loaded lessons'
+    phrases that pass the same test in Python (``_found_phrases``): the
+    texts are searched once, and no statement part joins keys to lessons
+    (which PostgreSQL's generic plan would do by reading every lesson).
 
     The statement runs as SQL compiled once per process from its queryset
     (``tutor.prepared``; one per shape, see ``_Shape``), and what it
@@ -613,7 +619,7 @@ def lessons_recall(
     params = params or RecallParams.from_settings()
     today = today or timezone.localdate()
     query = _recall_query(course_ids, tags, symptoms, texts)
-    rows, found, totals, used = [], [], None, set()
+    rows, totals, used = [], None, set()
     width = 1 + len(_ROW_FIELDS)
     bound = _bind(query, params, today, with_counts, session_id)
     in_session = bound is not None and bound[0].in_session
@@ -624,11 +630,9 @@ def lessons_recall(
             rows.append(_row(values[1:width], tz))
             if in_session and values[width]:
                 used.add(values[1])
-        elif values[0] == _PHRASE:
-            found.append(values[2])
         else:
             totals = Totals(*values[counts_at : counts_at + 3])
-    symptoms_found = query.symptoms if query.symptoms is not None else tuple(sorted(found))
+    symptoms_found = query.symptoms if query.symptoms is not None else _found_phrases(rows, query)
     ctx = RecallContext(tags=query.tags, symptoms=symptoms_found, today=today)
     result = recall(rows, totals, ctx, params, lines=lines)
     result.used_in_session = frozenset(used)

@@ -114,7 +114,8 @@ def test_each_shape_runs_the_sql_of_its_queryset_and_returns_its_rows(
     kinds = {r[0] for r in rows}
     assert ("c" in kinds) == with_counts
     assert ("r" in kinds) == reads_lessons
-    assert ("p" in kinds) == (source == "text")
+    # The phrases a text holds are found from the lesson rows (selectors._found_phrases).
+    assert kinds <= {"r", "c"}
     if shape.in_session:  # the lessons this session already used, and only those
         width = 1 + len(selectors._ROW_FIELDS)
         assert {r[1] for r in rows if r[0] == "r" and r[width]} == {library[0].pk}
@@ -174,6 +175,23 @@ def test_lists_are_padded_to_a_power_of_two_compiled_once_per_padded_length(
     assert {lengths["pairs"] for lengths in compiled} == {4}
     found = lessons_recall(course_ids=[course.pk], tags=["a", "b", "c"], texts=["x err now then y fail"])
     assert found.context.symptoms == ("x err", "y fail")
+
+
+@pytest.mark.django_db
+def test_a_text_finds_the_phrases_of_every_injected_lesson_of_the_scope(course, other_course, library):
+    """ctx.symptoms are found from the rows the statement loads: so it loads
+    every lesson with a phrase in the text, also one that phrase alone cannot
+    bring near the floor (0.3 / 2 phrases < floor − W_DECAY, one context tag
+    no lesson has). Phrases of lessons not injected, or of another course's,
+    do not count."""
+    make_lesson(course=other_course, symptoms=["z 超时"])
+
+    result = lessons_recall(
+        course_ids=[course.pk], tags=["q"], texts=["x err, then y fail and z 超时"], params=PARAMS
+    )
+
+    assert result.context.symptoms == ("x err", "y fail")
+    assert result.recalled_ids == []  # none reaches the floor: the phrases weigh 0.15 each
 
 
 @pytest.mark.django_db
