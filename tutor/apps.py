@@ -6,11 +6,14 @@ class TutorConfig(AppConfig):
     verbose_name = "Courses and tutor"
 
     def ready(self):
+        from django.db.backends.signals import connection_created
         from django.db.models.signals import post_migrate
 
         from tutor.providers import register_tutor_providers
+        from tutor.server_statements import use_generic_plans
 
         register_tutor_providers()
+        connection_created.connect(use_generic_plans, dispatch_uid="tutor.use_generic_plans")
         post_migrate.connect(_refresh_course_staff_group, sender=self)
         post_migrate.connect(_optimize_sqlite, sender=self)
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from contextlib import nullcontext
 
 import pytest
-from django.db import DataError, connection
+from django.db import DataError, connection, connections
 from django.db.models.expressions import RawSQL
 from django.test.utils import CaptureQueriesContext
 
@@ -49,6 +49,43 @@ def test_a_hot_query_is_prepared_from_its_third_run_and_an_orm_query_never(task,
         assert connection.connection.prepare_threshold is None
     else:
         assert on_server == []
+
+
+@pytest.mark.parametrize("on", [True, False])
+def test_a_new_connection_plans_prepared_statements_once_for_any_values(db, settings, on):
+    settings.DATABASE_PREPARED_STATEMENTS = on
+    fresh = connections.create_connection("default")
+    fresh.force_debug_cursor = True
+    try:
+        fresh.ensure_connection()
+        sent = [query["sql"] for query in fresh.queries_log]
+        if POSTGRESQL:
+            with fresh.cursor() as cursor:
+                cursor.execute("SHOW plan_cache_mode")
+                mode = cursor.fetchone()[0]
+    finally:
+        fresh.close()
+
+    if POSTGRESQL:
+        assert mode == ("force_generic_plan" if on else "auto")
+        assert sent == (["SET plan_cache_mode = force_generic_plan"] if on else [])
+    else:
+        assert sent == []  # SQLite has no such setting: nothing is sent
+
+
+def test_a_prepared_hot_query_runs_its_generic_plan_with_every_value(task, student, other_student):
+    for user in (student, other_student, student, other_student, student):
+        STUDENT_TASK.first(task_id=task.pk, user_id=user.pk)
+
+    if POSTGRESQL:
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT generic_plans, custom_plans FROM pg_prepared_statements WHERE statement LIKE %s",
+                ['%"tutor_task"%'],
+            )
+            assert cursor.fetchall() == [(3, 0)]  # prepared at the third run, never planned for its values
+    else:
+        assert prepared_statements() == []
 
 
 def test_turned_off_nothing_is_prepared(task, student, settings):

@@ -1,0 +1,86 @@
+"""The recall statement as the database plans it once for any values (SPEC
+§10; ``tutor.server_statements.use_generic_plans``): with a library of
+thousands of lessons, in every shape a context or a send runs, keys are
+looked up through their indexes and lessons by primary key -- never a scan of
+every lesson. On PostgreSQL the statement is prepared as the hot path
+prepares it and its generic plan is read; on SQLite its plan, bound alike."""
+
+from __future__ import annotations
+
+import pytest
+from django.db import connection
+
+import tutor.prepared
+from lessons.selectors import lessons_recall
+from tests.lessons.conftest import bulk_lessons
+from tutor.models import TutorSession
+
+
+def captured_statement(monkeypatch, **recall) -> tuple[str, list]:
+    """The one statement ``lessons_recall(**recall)`` runs: its SQL as the
+    driver gets it, and its values."""
+    seen = []
+    real = tutor.prepared.fetch_all
+
+    def capture(db, sql, params, native):
+        seen.append((native, list(params)))
+        return real(db, sql, params, native)
+
+    monkeypatch.setattr(tutor.prepared, "fetch_all", capture)
+    lessons_recall(**recall)
+    monkeypatch.setattr(tutor.prepared, "fetch_all", real)
+    [statement] = seen
+    return statement
+
+
+def plan_of(native: str, params: list) -> str:
+    if connection.vendor == "sqlite":
+        rows = connection.connection.execute(f"EXPLAIN QUERY PLAN {native}", params).fetchall()
+        return "\n".join(str(row[-1]) for row in rows)
+    with connection.cursor() as cursor:
+        cursor.execute("SHOW plan_cache_mode")
+        assert cursor.fetchone()[0] == "force_generic_plan"  # what every new connection is given
+        cursor.execute(f"PREPARE recall_probe AS {native}")
+        try:
+            cursor.execute(f"EXPLAIN EXECUTE recall_probe({', '.join(['%s'] * len(params))})", params)
+            return "\n".join(row[0] for row in cursor.fetchall())
+        finally:
+            cursor.execute("DEALLOCATE recall_probe")
+
+
+@pytest.fixture
+def library(course):
+    bulk_lessons(course, 1500, tags=["a", "b"], symptoms=["x err"])
+    bulk_lessons(course, 1500)
+    bulk_lessons(None, 500, tags=["a"], symptoms=["y fail"])
+    # Statistics and a visibility map, as autovacuum keeps them: the stage
+    # counts are index-only ranges only where the map says the pages are visible.
+    with connection.cursor() as cursor:
+        cursor.execute("VACUUM ANALYZE" if connection.vendor == "postgresql" else "ANALYZE")
+
+
+@pytest.mark.django_db(transaction=True)  # VACUUM runs outside a transaction
+@pytest.mark.parametrize("tags", [["a", "b", "c"], ["a"], []], ids=["tag pairs", "one tag", "no tag"])
+@pytest.mark.parametrize("send", [False, True], ids=["preview", "send"])
+def test_the_recall_plan_reads_lessons_by_id_whatever_the_values(
+    monkeypatch, course, task, student, library, tags, send
+):
+    session = TutorSession.objects.create(student=student, task=task) if send else None
+    native, params = captured_statement(
+        monkeypatch,
+        course_ids=[course.pk],
+        tags=tags,
+        texts=["CI still says: x err, then y fail"],
+        with_counts=send,
+        session_id=session.pk if send else None,
+    )
+
+    plan = plan_of(native, params)
+
+    if connection.vendor == "postgresql":
+        assert "Seq Scan on lessons_lesson " not in plan
+        assert "lessons_lesson_pkey" in plan
+        assert "Seq Scan on lessons_lessonkey" not in plan
+    else:
+        assert "SEARCH lessons_lesson USING INDEX sqlite_autoindex_lessons_lesson_1 (id=?)" in plan
+        assert "SCAN lessons_lesson\n" not in f"{plan}\n" and "SCAN lessons_lessonkey" not in plan
