@@ -23,30 +23,12 @@ from corrections.bench import VOCABULARY, bulk_facts, bulk_memories
 from corrections.injection import NO_SESSION, MessageLookup, facts_queryset, memory_queryset
 from corrections.text import query_tokens, text_keys
 from tests.factories import course_data, enroll
+from tests.plans import plan_of
 from tutor.bench.seeding import CONTEXT_MESSAGE
 from tutor.coursefile import course_import, validate_course
 from tutor.models import Task
-from tutor.server_statements import native_sql
 
 FACTS, TASKS, USERS, PER_USER, MEASURED_ITEMS = 3000, 12, 60, 40, 1500
-
-
-def plan_of(queryset) -> str:
-    """SQLite's plan; on PostgreSQL the generic plan, the one a prepared
-    statement runs whatever its values (``tutor.server_statements``)."""
-    sql, params = queryset.query.get_compiler("default").as_sql()
-    with connection.cursor() as cursor:
-        if connection.vendor == "sqlite":
-            cursor.execute(f"EXPLAIN QUERY PLAN {sql}", params)
-            return "\n".join(" ".join(str(column) for column in row) for row in cursor.fetchall())
-        cursor.execute("SHOW plan_cache_mode")
-        assert cursor.fetchone()[0] == "force_generic_plan"
-        cursor.execute(f"PREPARE plan_probe AS {native_sql(sql, connection.vendor)}")
-        try:
-            cursor.execute(f"EXPLAIN EXECUTE plan_probe({', '.join(['%s'] * len(params))})", params)
-            return "\n".join(row[0] for row in cursor.fetchall())
-        finally:
-            cursor.execute("DEALLOCATE plan_probe")
 
 
 def analyze() -> None:

@@ -13,17 +13,17 @@ from django.db import connection
 import tutor.prepared
 from lessons.selectors import lessons_recall
 from tests.lessons.conftest import bulk_lessons
+from tests.plans import plan_of_sql
 from tutor.models import TutorSession
 
 
 def captured_statement(monkeypatch, **recall) -> tuple[str, list]:
-    """The one statement ``lessons_recall(**recall)`` runs: its SQL as the
-    driver gets it, and its values."""
+    """The one statement ``lessons_recall(**recall)`` runs: Django's SQL and its values."""
     seen = []
     real = tutor.prepared.fetch_all
 
     def capture(db, sql, params, native):
-        seen.append((native, list(params)))
+        seen.append((sql, list(params)))
         return real(db, sql, params, native)
 
     monkeypatch.setattr(tutor.prepared, "fetch_all", capture)
@@ -31,21 +31,6 @@ def captured_statement(monkeypatch, **recall) -> tuple[str, list]:
     monkeypatch.setattr(tutor.prepared, "fetch_all", real)
     [statement] = seen
     return statement
-
-
-def plan_of(native: str, params: list) -> str:
-    if connection.vendor == "sqlite":
-        rows = connection.connection.execute(f"EXPLAIN QUERY PLAN {native}", params).fetchall()
-        return "\n".join(str(row[-1]) for row in rows)
-    with connection.cursor() as cursor:
-        cursor.execute("SHOW plan_cache_mode")
-        assert cursor.fetchone()[0] == "force_generic_plan"  # what every new connection is given
-        cursor.execute(f"PREPARE recall_probe AS {native}")
-        try:
-            cursor.execute(f"EXPLAIN EXECUTE recall_probe({', '.join(['%s'] * len(params))})", params)
-            return "\n".join(row[0] for row in cursor.fetchall())
-        finally:
-            cursor.execute("DEALLOCATE recall_probe")
 
 
 @pytest.fixture
@@ -66,7 +51,7 @@ def test_the_recall_plan_reads_lessons_by_id_whatever_the_values(
     monkeypatch, course, task, student, library, tags, send
 ):
     session = TutorSession.objects.create(student=student, task=task) if send else None
-    native, params = captured_statement(
+    sql, params = captured_statement(
         monkeypatch,
         course_ids=[course.pk],
         tags=tags,
@@ -75,7 +60,7 @@ def test_the_recall_plan_reads_lessons_by_id_whatever_the_values(
         session_id=session.pk if send else None,
     )
 
-    plan = plan_of(native, params)
+    plan = plan_of_sql(sql, params)
 
     if connection.vendor == "postgresql":
         assert "Seq Scan on lessons_lesson " not in plan
@@ -83,4 +68,4 @@ def test_the_recall_plan_reads_lessons_by_id_whatever_the_values(
         assert "Seq Scan on lessons_lessonkey" not in plan
     else:
         assert "SEARCH lessons_lesson USING INDEX sqlite_autoindex_lessons_lesson_1 (id=?)" in plan
-        assert "SCAN lessons_lesson\n" not in f"{plan}\n" and "SCAN lessons_lessonkey" not in plan
+        assert "SCAN lessons_lesson\n" not in f"{plan}\n" and "SCAN lessons_lessonkey" not in plan, plan
