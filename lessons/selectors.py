@@ -28,7 +28,7 @@ from django.db.models import (
     UUIDField,
     Value,
 )
-from django.db.models.functions import Cast, StrIndex
+from django.db.models.functions import Cast, Coalesce, StrIndex
 from django.utils import timezone
 
 from lessons import access
@@ -50,9 +50,10 @@ from tutor.prepared import PreparedQuery
 # pre-filter lets borderline lessons through, and Python decides exactly.
 _SQL_SLACK = 1e-9
 
-# The one statement's rows: a lesson ("r") or the stage counts ("c"), told
+# The one statement's rows: a lesson ("r"), a symptom phrase found in the
+# texts ("p", see ``_Shape.phrases_in_sql``), or the stage counts ("c"), told
 # apart by the first column.
-_LESSON, _COUNTS = "r", "c"
+_LESSON, _PHRASE, _COUNTS = "r", "p", "c"
 _ROW_FIELDS = (
     "id",
     "title",
@@ -82,10 +83,13 @@ _ROW_TYPES = (
     DateField,
     DateTimeField,
 )
-# Placeholders of the counts branch, which has no lesson: plain NULLs, since
-# Django leaves constants out of its GROUP BY (a cast would be grouped, and an
-# empty scope would give no row at all).
+# Placeholders of the branches without a lesson. The counts branch takes plain
+# NULLs: Django leaves constants out of its GROUP BY (a cast would be grouped,
+# and an empty scope would give no row at all).
 _NULL_ROW = tuple(Value(None, output_field=field()) for field in _ROW_TYPES)
+# The phrase branch takes typed NULLs: PostgreSQL resolves an untyped NULL of
+# a SELECT DISTINCT as text, which a UNION with a uuid or jsonb column refuses.
+_TYPED_NULL_ROW = tuple(Cast(Value(None), output_field=field()) for field in _ROW_TYPES)
 _NULL_COUNTS = tuple(Cast(Value(None), output_field=IntegerField()) for _ in range(3))
 
 
@@ -201,6 +205,14 @@ class _Shape:
     # pairs (and any symptom match), see ``_tag_reach``.
     by_pairs: bool = False
 
+    @property
+    def phrases_in_sql(self) -> bool:
+        """Whether the phrases a text holds come back as rows of the statement.
+        Otherwise the statement loads every lesson of the scope with such a
+        phrase (tag pairs, or every lesson), and they are found from the rows
+        (``_found_phrases``)."""
+        return self.looks_for == _TEXT and not (self.by_pairs or self.every_lesson)
+
 
 # Parameter kinds (tutor.prepared) of the statement's values.
 _KINDS = {
@@ -211,6 +223,7 @@ _KINDS = {
     "haystack": "str",
     "tag_weight": "float",
     "symptom_weight": "float",
+    "w_symptom": "float",
     "threshold": "float",
     "today": "date",
     "session_id": "uuid",
@@ -273,6 +286,8 @@ def _bind(
             symptoms = query.symptoms or ()
             values["symptoms"] = list(symptoms)
             values["symptom_weight"] = params.w_symptom / max(len(symptoms), 1)
+        else:
+            values["w_symptom"] = params.w_symptom
     if looks_for == _TEXT and not every_lesson:
         values["anchors"] = list(query.anchors)
         values["haystack"] = query.haystack
@@ -288,20 +303,41 @@ def _bind(
 def _in_text(values: dict) -> Q:
     """Symptom keys whose phrase occurs in the texts: the anchor (an indexed
     lookup) narrows them, the marked substring test decides -- in SQL,
-    exactly as ``lessons.text.phrase_in`` (and ``_found_phrases``)."""
+    exactly as ``lessons.text.phrase_in`` (and ``_found_phrases``). The keys
+    need ``at`` (``_keys_in_text``)."""
     return Q(kind=LessonKey.Kind.SYMPTOM, anchor__in=values["anchors"], at__gt=0)
 
 
-def _candidate_ids(shape: _Shape, scope: Q, values: dict) -> QuerySet:
+def _keys_in_text(scope: Q, values: dict) -> QuerySet:
+    return (
+        LessonKey.objects.filter(scope)
+        .alias(at=StrIndex(Value(values["haystack"]), F("marked")))
+        .filter(_in_text(values))
+    )
+
+
+def _found_keys(scope: Q, values: dict) -> QuerySet:
+    """The keys of the phrases found in the texts whose lesson is injected.
+    The lessons are looked up by id (``InSubquery``), not joined: PostgreSQL
+    plans a prepared statement once for any values, and its plan of the join
+    hashed every lesson of the library."""
+    injected = Lesson.objects.filter(
+        InSubquery(F("id"), _keys_in_text(scope, values).values("lesson_id")), status=LessonStatus.INJECTED
+    ).values("id")
+    return _keys_in_text(scope, values).filter(InSubquery(F("lesson_id"), injected)).order_by()
+
+
+def _candidate_ids(shape: _Shape, scope: Q, values: dict, known: QuerySet | None) -> QuerySet:
     """Ids of the scope's lessons that can reach the floor (a subquery).
 
-    One row per matching key, grouped by lesson. With explicit symptoms,
-    HAVING its tag and symptom parts ≥ floor − W_DECAY: a matching tag is
-    worth W_TAG/|ctx.tags|, a matching symptom W_SYMPTOM/|ctx.symptoms|.
-    From a text, |ctx.symptoms| is the number of phrases found in it, which
-    only the loaded rows tell (``_found_phrases``): so every lesson with a
-    phrase in the text is loaded, and the others when their tag part alone
-    reaches the bound -- a superset, which ``lessons.recall`` scores exactly.
+    One row per matching key, grouped by lesson, HAVING its tag and symptom
+    parts ≥ floor − W_DECAY: a matching tag is worth W_TAG/|ctx.tags|, a
+    matching symptom W_SYMPTOM/|ctx.symptoms|. From a text, |ctx.symptoms|
+    is the number of distinct phrases of injected lessons found in it -- an
+    uncorrelated scalar subquery, computed once. (A lesson that is not
+    injected may be over-counted by a phrase only it knows: it is then
+    loaded, and filtered; never the reverse.) So a phrase that thousands of
+    lessons share loads them only when it can weigh enough.
     """
 
     if shape.by_pairs:
@@ -319,23 +355,23 @@ def _candidate_ids(shape: _Shape, scope: Q, values: dict) -> QuerySet:
     tags = values["tags"]
     match = [Q(kind=LessonKey.Kind.TAG, value__in=tags)] if tags else []
     keys = LessonKey.objects.filter(scope)
-    counted = {}
     if shape.looks_for == _SYMPTOMS:
         if values["symptoms"]:
             match.append(Q(kind=LessonKey.Kind.SYMPTOM, value__in=values["symptoms"]))
-        part = tag_part + weight("symptom_weight") * hits(LessonKey.Kind.SYMPTOM)
-        reaches = Q(part__gte=values["threshold"])
+        symptom_part = weight("symptom_weight") * hits(LessonKey.Kind.SYMPTOM)
     else:
         match.append(_in_text(values))
+        found = known.values("kind").annotate(n=Count("value", distinct=True)).values("n")[:1]
+        symptom_part = Coalesce(
+            weight("w_symptom") * hits(LessonKey.Kind.SYMPTOM) / Subquery(found, output_field=FloatField()),
+            Value(0.0),
+        )
         keys = keys.alias(at=StrIndex(Value(values["haystack"]), F("marked")))
-        part = tag_part
-        counted["n_symptoms"] = Count("lesson_id", filter=Q(kind=LessonKey.Kind.SYMPTOM))
-        reaches = Q(part__gte=values["threshold"]) | Q(n_symptoms__gt=0)
     return (
         keys.filter(functools.reduce(Q.__or__, match))
         .values("lesson_id")
-        .annotate(part=part, **counted)
-        .filter(reaches)
+        .annotate(part=tag_part + symptom_part)
+        .filter(part__gte=values["threshold"])
         .values("lesson_id")
     )
 
@@ -415,22 +451,28 @@ def _stage_counts(course_ids, today: date) -> QuerySet:
 
 
 def _recall_queryset(shape: _Shape, **values) -> QuerySet:
-    """ONE statement, UNION ALL of: the candidate lessons; with
+    """ONE statement, UNION ALL of: the candidate lessons; the phrases found
+    in the texts (``_Shape.phrases_in_sql``; in the ``title`` column); with
     ``with_counts``, one row of stage counts over the whole scope -- one
     snapshot for all."""
     scope = _scope(values["course_ids"] if shape.scoped else None)
     tail = _NULL_COUNTS if shape.with_counts else ()
+    known = _found_keys(scope, values) if shape.phrases_in_sql else None
     parts = []
     if shape.every_lesson:  # every lesson can reach the floor
         parts.append(Lesson.objects.filter(scope))
     elif shape.looks_for != _NOTHING:
         # By id only: the keys are already scoped, and the lookup goes by primary key.
-        parts.append(Lesson.objects.filter(InSubquery(F("id"), _candidate_ids(shape, scope, values))))
-    used, unused = (), ()
+        parts.append(Lesson.objects.filter(InSubquery(F("id"), _candidate_ids(shape, scope, values, known))))
+    used, typed_unused, unused = (), (), ()
     if shape.in_session:
         used = (Exists(LessonHit.objects.filter(lesson_id=OuterRef("id"), session_id=values["session_id"])),)
+        typed_unused = (Cast(Value(None), output_field=BooleanField()),)
         unused = (Value(None, output_field=BooleanField()),)
     parts = [p.order_by().values_list(Value(_LESSON), *_ROW_COLUMNS, *used, *tail) for p in parts]
+    if known is not None:
+        phrase_row = (_TYPED_NULL_ROW[0], "value", *_TYPED_NULL_ROW[2:], *typed_unused)
+        parts.append(known.values_list(Value(_PHRASE), *phrase_row, *tail).distinct())
     if shape.with_counts:
         parts.append(
             _stage_counts(values["course_ids"] if shape.scoped else None, values["today"]).values_list(
@@ -538,8 +580,8 @@ def _found_phrases(rows: list[LessonRow], query: _Query) -> tuple[str, ...]:
     """The symptom phrases of the injected lessons among ``rows`` that occur
     in the query's texts, sorted: the same test as the statement's
     (``_in_text``: the anchor among the texts' tokens, the marked phrase in
-    the marked texts), on the same rows. Exact because the statement loads
-    every lesson of the scope with such a phrase (``_candidate_ids``)."""
+    the marked texts), on the same rows. Exact for the shapes that load
+    every lesson of the scope with such a phrase (not ``phrases_in_sql``)."""
     anchors = frozenset(query.anchors)
     found = set()
     for row in rows:
@@ -604,12 +646,12 @@ def lessons_recall(
 
     From a text, a phrase is found in SQL: its anchor token (an indexed
     lookup among the text's tokens) narrows the keys, and a substring test on
-    word-edge-marked text (``lessons.text.marked``) decides. Every lesson
-    with such a phrase is loaded, so the found phrases -- ctx.symptoms, whose
-    number weighs every symptom match -- are the injected loaded lessons'
-    phrases that pass the same test in Python (``_found_phrases``): the
-    texts are searched once, and no statement part joins keys to lessons
-    (which PostgreSQL's generic plan would do by reading every lesson).
+    word-edge-marked text (``lessons.text.marked``) decides. The found
+    phrases -- ctx.symptoms, whose number weighs every symptom match -- come
+    back in the same statement; or, where it loads every lesson with such a
+    phrase anyway (by tag pairs, or every lesson), they are found on the
+    loaded rows by the same test in Python (``_found_phrases``), and the
+    texts are searched once.
 
     The statement runs as SQL compiled once per process from its queryset
     (``tutor.prepared``; one per shape, see ``_Shape``), and what it
@@ -619,7 +661,7 @@ def lessons_recall(
     params = params or RecallParams.from_settings()
     today = today or timezone.localdate()
     query = _recall_query(course_ids, tags, symptoms, texts)
-    rows, totals, used = [], None, set()
+    rows, found, totals, used = [], [], None, set()
     width = 1 + len(_ROW_FIELDS)
     bound = _bind(query, params, today, with_counts, session_id)
     in_session = bound is not None and bound[0].in_session
@@ -630,9 +672,16 @@ def lessons_recall(
             rows.append(_row(values[1:width], tz))
             if in_session and values[width]:
                 used.add(values[1])
+        elif values[0] == _PHRASE:
+            found.append(values[2])
         else:
             totals = Totals(*values[counts_at : counts_at + 3])
-    symptoms_found = query.symptoms if query.symptoms is not None else _found_phrases(rows, query)
+    if query.symptoms is not None:
+        symptoms_found = query.symptoms
+    elif bound is not None and bound[0].phrases_in_sql:
+        symptoms_found = tuple(sorted(found))
+    else:
+        symptoms_found = _found_phrases(rows, query)
     ctx = RecallContext(tags=query.tags, symptoms=symptoms_found, today=today)
     result = recall(rows, totals, ctx, params, lines=lines)
     result.used_in_session = frozenset(used)

@@ -4,6 +4,8 @@ whatever its values (``tutor.server_statements.use_generic_plans``)."""
 
 from __future__ import annotations
 
+import re
+
 from django.db import connection
 
 from tutor.server_statements import native_sql
@@ -28,3 +30,24 @@ def plan_of_sql(sql: str, params) -> str:
 def plan_of(queryset) -> str:
     """The plan of ``queryset``'s SQL, as ``plan_of_sql``."""
     return plan_of_sql(*queryset.query.get_compiler(connection.alias).as_sql())
+
+
+def assert_index_narrowed(plan: str, table: str, columns: tuple[str, ...]) -> None:
+    """In a PostgreSQL ``plan``, no scan of ``table`` reads it whole: no
+    sequential scan, every index scan on it has an index condition on one of
+    ``columns``, and no bitmap index scan is narrowed by a key's ``kind``
+    alone (which reads a whole kind of rows)."""
+    assert not re.search(rf"Seq Scan on {table}\s", plan), plan
+    assert not re.search(r"Index Cond: \(\(kind\)::text = \$\d+\)$", plan, re.MULTILINE), plan
+    lines = plan.splitlines()
+    narrowed = re.compile(rf"\(*({'|'.join(columns)})\)*(::\w+)? (=|<|>|IS)")
+    for n, line in enumerate(lines):
+        if not re.search(rf"Index (Only )?Scan .*on {table}\s", f"{line} "):
+            continue
+        details = []
+        for later in lines[n + 1 :]:
+            if "->" in later:
+                break
+            details.append(later)
+        condition = next((d for d in details if "Index Cond:" in d), "")
+        assert narrowed.search(condition), f"{line}\n{condition}\n\n{plan}"

@@ -22,9 +22,14 @@ facts, lessons, history and, for some users, memory statements again for
 each run's values -- its cost model judged the generic plan worse -- and
 measured on the benchmark's data (10k lessons and facts), the generic plans
 ran faster, planning aside: facts 0.34 against 0.64 ms, lessons 0.46 against
-0.98 ms. Only the statements prepared here are planned so, since Django binds
-every other query on the client; the tests pin the generic plans of the
-statements that could go wrong (no scan of every lesson).
+0.98 ms. Only statements whose values travel apart from their SQL are planned
+so: these, including their first two runs, before they are prepared. Django
+binds every other query on the client, its values written into the SQL; the
+migrations' trigger functions cache plans too, of a constant-free check. The
+tests pin the generic plans of the statements that could go wrong (no scan
+of every lesson, nor of a whole kind of keys). The SET is one round trip per
+new connection (kept for ``DATABASE_CONN_MAX_AGE``); behind a pooler in
+transaction mode it does not follow the client (set it for the role there).
 
 A statement prepared before another connection changed a column it returns
 ("cached plan must not change result type") is deallocated, and the query

@@ -114,8 +114,10 @@ def test_each_shape_runs_the_sql_of_its_queryset_and_returns_its_rows(
     kinds = {r[0] for r in rows}
     assert ("c" in kinds) == with_counts
     assert ("r" in kinds) == reads_lessons
-    # The phrases a text holds are found from the lesson rows (selectors._found_phrases).
-    assert kinds <= {"r", "c"}
+    # A text's phrases are rows of the statement, unless it loads every lesson
+    # with one anyway (then they are found on the rows: selectors._found_phrases).
+    assert ("p" in kinds) == shape.phrases_in_sql
+    assert shape.phrases_in_sql == (source == "text" and not every_lesson)  # two tags: no pairs
     if shape.in_session:  # the lessons this session already used, and only those
         width = 1 + len(selectors._ROW_FIELDS)
         assert {r[1] for r in rows if r[0] == "r" and r[width]} == {library[0].pk}
@@ -192,6 +194,26 @@ def test_a_text_finds_the_phrases_of_every_injected_lesson_of_the_scope(course, 
 
     assert result.context.symptoms == ("x err", "y fail")
     assert result.recalled_ids == []  # none reaches the floor: the phrases weigh 0.15 each
+
+
+@pytest.mark.django_db
+def test_a_phrase_many_lessons_share_loads_them_only_where_it_can_weigh_enough(course, today):
+    """One context tag (no tag pairs): two phrases found weigh 0.3 / 2 each,
+    below floor − W_DECAY, so the 300 lessons sharing the first are not read
+    -- but both phrases count in ctx.symptoms."""
+    from tests.lessons.conftest import bulk_lessons
+
+    bulk_lessons(course, 300, tags=["other"], symptoms=["common err"])
+    make_lesson(course=course, symptoms=["timeout"])
+    query = selectors._recall_query([course.pk], ["q"], None, ["common err, then a timeout"])
+
+    rows = selectors._statement_rows(query, PARAMS, today, False)
+    result = lessons_recall(
+        course_ids=[course.pk], tags=["q"], texts=["common err, then a timeout"], params=PARAMS
+    )
+
+    assert sorted(row[0] for row in rows) == ["p", "p"]  # the two phrases, no lesson
+    assert result.context.symptoms == ("common err", "timeout") and result.recalled_ids == []
 
 
 @pytest.mark.django_db

@@ -105,7 +105,8 @@ def test_the_pairs_statement_looks_keys_up_by_index_and_lessons_by_id(course):
     kinds = {p for p in params if p in LessonKey.Kind.values}
     assert kinds == {"tag_pair", "symptom"}  # no single tag is looked up
     assert_looks_up_by_key_and_id(statement)
-    assert len(list(statement)) == 200  # every lesson shares the pair (a, b), no other row
+    # Every lesson shares the pair (a, b); the phrase is found on the rows, not returned.
+    assert len(list(statement)) == 200
 
 
 BEFORE = [("lessons", "0001_initial")]

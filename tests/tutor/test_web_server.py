@@ -137,14 +137,19 @@ def served(tmp_path_factory):
         )
     base = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 60
-    while True:
-        try:
-            urllib.request.urlopen(f"{base}/healthz", timeout=2)
-            break
-        except (urllib.error.URLError, ConnectionError):
-            if server.poll() is not None or time.monotonic() > deadline:
-                raise AssertionError(f"serve did not start:\n{log_path.read_text()}") from None
-            time.sleep(0.2)
+    try:
+        while True:
+            try:
+                urllib.request.urlopen(f"{base}/healthz", timeout=2)
+                break
+            except (urllib.error.URLError, ConnectionError, TimeoutError):  # not up yet, or still starting
+                if server.poll() is not None or time.monotonic() > deadline:
+                    raise AssertionError(f"serve did not start:\n{log_path.read_text()}") from None
+                time.sleep(0.2)
+    except BaseException:
+        server.kill()  # a server that never came up must not outlive the test
+        server.wait()
+        raise
     yield {"base": base, "tokens": tokens, "log": log_path, "env": env}
     server.send_signal(signal.SIGTERM)
     try:

@@ -118,7 +118,11 @@ class Gunicorn:
             cwd=PROJECT_DIR, env=env, stdout=self._log, stderr=subprocess.STDOUT, start_new_session=True,
         )  # fmt: skip
         self.base = f"http://127.0.0.1:{self.port}"
-        wait_for(self._up, timeout=45, interval=0.2, message=lambda: self.log_tail())
+        try:
+            wait_for(self._up, timeout=45, interval=0.2, message=lambda: self.log_tail())
+        except BaseException:
+            self.stop()  # a server that never came up must not outlive the test (and hold the database)
+            raise
 
     def _up(self) -> bool:
         if self.process.poll() is not None:
@@ -127,8 +131,8 @@ class Gunicorn:
             urllib.request.urlopen(f"{self.base}/healthz", timeout=2)
         except urllib.error.HTTPError:
             return True  # answering at all is enough
-        except (urllib.error.URLError, ConnectionError):
-            return False
+        except (urllib.error.URLError, ConnectionError, TimeoutError):
+            return False  # not listening yet, or its worker still starting on a busy machine
         return True
 
     def workers(self) -> list[int]:
