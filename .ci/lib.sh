@@ -176,6 +176,7 @@ stop_leftover_workers() {
 ci_cleanup() {
     local rc=$?
     set +e
+    stop_background_runs
     stop_leftover_workers
     stop_redis
     stop_postgres
@@ -188,18 +189,14 @@ ci_cleanup() {
 # --- steps -----------------------------------------------------------------------
 _record() { CI_RESULTS+=("$1|$2|$3|$4"); [[ $1 == ok* ]] || CI_FAILED=1; }
 
-# run_pytest NAME CMD...: the command runs `make test`. Make turns pytest's exit
-# code into its own 2, so "no tests collected" (pytest 5) is read off make's message.
-run_pytest() {
-    local name=$1
-    shift
-    local logfile started rc=0 closing
-    logfile="$CI_DATA/logs/$(echo "$name" | tr -c 'A-Za-z0-9\n' '-' | tr -s '-').log"
-    started=$SECONDS
-    log "=== $name: $*"
-    timeout --kill-after=20 "$STEP_TIMEOUT" "$@" 2>&1 | tee "$logfile" || rc=${PIPESTATUS[0]}
+pytest_logfile() { echo "$CI_DATA/logs/$(echo "$1" | tr -c 'A-Za-z0-9\n' '-' | tr -s '-').log"; }
+
+# _finish_pytest NAME LOGFILE RC STARTED: count the run's tests and record its
+# result. Make turns pytest's exit code into its own 2, so "no tests collected"
+# (pytest 5) is read off make's message.
+_finish_pytest() {
+    local name=$1 logfile=$2 rc=$3 started=$4 closing count word
     closing="$(grep -E '^=+ .*( in [0-9.]+s)( \([0-9:]+\))? =+$' "$logfile" | tail -n 1 | tr -d '=' | xargs || true)"
-    local count word
     while read -r count word; do
         case "$word" in
             passed) CI_TESTS_PASSED=$((CI_TESTS_PASSED + count)) ;;
@@ -217,6 +214,96 @@ run_pytest() {
         _record "FAILED (exit $rc)" $((SECONDS - started)) "$name" "$closing"
     fi
     log "=== $name: ${CI_RESULTS[-1]%%|*} in $((SECONDS - started))s"
+}
+
+# run_pytest NAME CMD...: the command runs `make test`; its output is shown as it comes.
+run_pytest() {
+    local name=$1
+    shift
+    local logfile started=$SECONDS rc=0
+    logfile="$(pytest_logfile "$name")"
+    log "=== $name: $*"
+    timeout --kill-after=20 "$STEP_TIMEOUT" "$@" 2>&1 | tee "$logfile" || rc=${PIPESTATUS[0]}
+    _finish_pytest "$name" "$logfile" "$rc" "$started"
+}
+
+# Test runs in the background, side by side (2 cores: one pytest process each,
+# the database servers and browsers share them). Their output goes to their
+# logs, shown whole when each ends; meanwhile a progress line every minute.
+BG_PIDS=()
+BG_NAMES=()
+BG_STARTED=()
+
+# start_pytest NAME CMD...: start the run and return once pytest has begun
+# collecting, so that the next run's `make test` does not reinstall the
+# package under this one's install step.
+start_pytest() {
+    local name=$1
+    shift
+    local logfile i
+    logfile="$(pytest_logfile "$name")"
+    rm -f "$logfile" "$logfile.rc"
+    log "=== $name (in the background, output in $logfile): $*"
+    (
+        set +e
+        timeout --kill-after=20 "$STEP_TIMEOUT" "$@" >"$logfile" 2>&1
+        echo $? >"$logfile.rc"
+    ) &
+    BG_PIDS+=($!)
+    BG_NAMES+=("$name")
+    BG_STARTED+=("$SECONDS")
+    for i in $(seq 1 600); do
+        grep -q 'test session starts' "$logfile" 2>/dev/null && return 0
+        [[ -e "$logfile.rc" ]] && return 0
+        sleep 0.5
+    done
+    log "WARNING: '$name' has not started pytest after 300 s"
+}
+
+_progress() { grep -oE '\[ *[0-9]+%\]' "$1" 2>/dev/null | tail -n 1 | tr -d '[] ' || true; }
+
+# wait_pytests: wait for every background run; each is shown and recorded as it ends.
+wait_pytests() {
+    local i pending last=$SECONDS line logfile
+    while :; do
+        pending=0
+        for i in "${!BG_PIDS[@]}"; do
+            [[ -n "${BG_PIDS[$i]}" ]] || continue
+            logfile="$(pytest_logfile "${BG_NAMES[$i]}")"
+            if kill -0 "${BG_PIDS[$i]}" 2>/dev/null; then
+                pending=1
+                continue
+            fi
+            wait "${BG_PIDS[$i]}" 2>/dev/null || true
+            log "=== output of ${BG_NAMES[$i]}"
+            cat "$logfile"
+            _finish_pytest "${BG_NAMES[$i]}" "$logfile" "$(cat "$logfile.rc" 2>/dev/null || echo 1)" "${BG_STARTED[$i]}"
+            BG_PIDS[i]=""
+        done
+        ((pending)) || return 0
+        if ((SECONDS - last >= 60)); then
+            line=""
+            for i in "${!BG_PIDS[@]}"; do
+                [[ -n "${BG_PIDS[$i]}" ]] || continue
+                line+="  ${BG_NAMES[$i]}: $(_progress "$(pytest_logfile "${BG_NAMES[$i]}")")"
+            done
+            log "running:$line"
+            last=$SECONDS
+        fi
+        sleep 2
+    done
+}
+
+# Background runs left behind by an interrupted CI: stop them and their children.
+stop_background_runs() {
+    local pid
+    for pid in "${BG_PIDS[@]}"; do
+        [[ -n "$pid" ]] || continue
+        kill -0 "$pid" 2>/dev/null || continue
+        log "stopping background test run $pid"
+        pkill -TERM -P "$pid" 2>/dev/null || true
+        kill "$pid" 2>/dev/null || true
+    done
 }
 
 run_step() {

@@ -17,6 +17,8 @@ from tutor.models import Task
 TINY = ["--submissions", "50", "--students", "3", "--messages", "4", "--requests", "2", "--warmup", "0"]
 # The ingest comparison runs in tests/tutor/test_bench_command.py only.
 TINY += ["--ingest", "0", "--reviews", "0"]
+# The lessons seeder's default is 10k lessons; these tests are about facts and memories.
+TINY += ["--lessons", "0"]
 
 
 def run_bench(*args: str) -> str:
