@@ -227,20 +227,18 @@ run_pytest() {
     _finish_pytest "$name" "$logfile" "$rc" "$started"
 }
 
-# Test runs in the background, side by side (2 cores: one pytest process each,
+# Steps in the background, side by side (2 cores: one pytest process each,
 # the database servers and browsers share them). Their output goes to their
 # logs, shown whole when each ends; meanwhile a progress line every minute.
 BG_PIDS=()
 BG_NAMES=()
+BG_KINDS=()  # pytest | step: how the end is recorded
 BG_STARTED=()
 
-# start_pytest NAME CMD...: start the run and return once pytest has begun
-# collecting, so that the next run's `make test` does not reinstall the
-# package under this one's install step.
-start_pytest() {
-    local name=$1
-    shift
-    local logfile i
+_start_background() {
+    local kind=$1 name=$2
+    shift 2
+    local logfile
     logfile="$(pytest_logfile "$name")"
     rm -f "$logfile" "$logfile.rc"
     log "=== $name (in the background, output in $logfile): $*"
@@ -251,22 +249,38 @@ start_pytest() {
     ) &
     BG_PIDS+=($!)
     BG_NAMES+=("$name")
+    BG_KINDS+=("$kind")
     BG_STARTED+=("$SECONDS")
+}
+
+# start_pytest NAME CMD...: start the run and return once pytest has begun
+# collecting, so that the next run's `make test` does not reinstall the
+# package under this one's install step.
+start_pytest() {
+    local logfile i
+    logfile="$(pytest_logfile "$1")"
+    _start_background pytest "$@"
     for i in $(seq 1 600); do
         grep -q 'test session starts' "$logfile" 2>/dev/null && return 0
         [[ -e "$logfile.rc" ]] && return 0
         sleep 0.5
     done
-    log "WARNING: '$name' has not started pytest after 300 s"
+    log "WARNING: '$1' has not started pytest after 300 s"
 }
+
+# start_step NAME CMD...: a step of its own (not pytest) in the background.
+start_step() { _start_background step "$@"; }
 
 _progress() { grep -oE '\[ *[0-9]+%\]' "$1" 2>/dev/null | tail -n 1 | tr -d '[] ' || true; }
 
-# wait_pytests: wait for every background run; each is shown and recorded as it ends.
-wait_pytests() {
-    local i pending last=$SECONDS line logfile
+# wait_background [--any]: wait for every background step (with --any, for the
+# first to end); each is shown and recorded as it ends.
+wait_background() {
+    local any=0 i pending ended last=$SECONDS line logfile rc
+    [[ ${1:-} == --any ]] && any=1
     while :; do
         pending=0
+        ended=0
         for i in "${!BG_PIDS[@]}"; do
             [[ -n "${BG_PIDS[$i]}" ]] || continue
             logfile="$(pytest_logfile "${BG_NAMES[$i]}")"
@@ -275,12 +289,19 @@ wait_pytests() {
                 continue
             fi
             wait "${BG_PIDS[$i]}" 2>/dev/null || true
+            rc="$(cat "$logfile.rc" 2>/dev/null || echo 1)"
             log "=== output of ${BG_NAMES[$i]}"
             cat "$logfile"
-            _finish_pytest "${BG_NAMES[$i]}" "$logfile" "$(cat "$logfile.rc" 2>/dev/null || echo 1)" "${BG_STARTED[$i]}"
+            if [[ ${BG_KINDS[$i]} == pytest ]]; then
+                _finish_pytest "${BG_NAMES[$i]}" "$logfile" "$rc" "${BG_STARTED[$i]}"
+            else
+                _finish_step "${BG_NAMES[$i]}" "$rc" "${BG_STARTED[$i]}"
+            fi
             BG_PIDS[i]=""
+            ended=1
         done
         ((pending)) || return 0
+        ((any && ended)) && return 0
         if ((SECONDS - last >= 60)); then
             line=""
             for i in "${!BG_PIDS[@]}"; do
@@ -306,17 +327,24 @@ stop_background_runs() {
     done
 }
 
+_finish_step() {
+    local name=$1 rc=$2 started=$3
+    if ((rc == 0)); then
+        _record ok $((SECONDS - started)) "$name" ""
+    elif ((rc == 124 || rc == 137)); then
+        _record "TIMEOUT" $((SECONDS - started)) "$name" "killed after ${STEP_TIMEOUT}s"
+    else
+        _record "FAILED (exit $rc)" $((SECONDS - started)) "$name" ""
+    fi
+}
+
 run_step() {
     local name=$1
     shift
     local started=$SECONDS rc=0
     log "=== $name"
     "$@" || rc=$?
-    if ((rc == 0)); then
-        _record ok $((SECONDS - started)) "$name" ""
-    else
-        _record "FAILED (exit $rc)" $((SECONDS - started)) "$name" ""
-    fi
+    _finish_step "$name" "$rc" "$started"
 }
 
 print_summary() {
