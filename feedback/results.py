@@ -59,6 +59,11 @@ def default_next_step(criteria: list[dict]) -> str:
 
 
 CRITERION_STRING_KEYS = ("rubric_id", "criterion", "kind", "status", "reason", "evidence", "basis")
+# Read once: a TextChoices' ``values`` builds its list again on every read, and
+# the contract is checked on every tutor request (the student's latest result).
+_KINDS = frozenset(CriterionKind.values)
+_VERDICTS = frozenset(Verdict.values)
+_BASES = frozenset(Basis.values)
 
 
 def result_contract_error(result: Any, *, rubric_id_chars: int) -> str | None:
@@ -87,16 +92,16 @@ def result_contract_error(result: Any, *, rubric_id_chars: int) -> str | None:
         if rubric_id in seen:
             return f"criteria[{i}].rubric_id {rubric_id!r} appears twice"
         seen.add(rubric_id)
-        if criterion["kind"] not in CriterionKind.values:
+        if criterion["kind"] not in _KINDS:
             return f"criteria[{i}].kind {criterion['kind']!r} is unknown"
-        if criterion["status"] not in Verdict.values:
+        if criterion["status"] not in _VERDICTS:
             return f"criteria[{i}].status {criterion['status']!r} is unknown"
-        if criterion["basis"] not in Basis.values:
+        if criterion["basis"] not in _BASES:
             return f"criteria[{i}].basis {criterion['basis']!r} is unknown"
     if not isinstance(result.get("next_step"), str):
         return "next_step is missing or not a string"
     overall = result.get("overall")
-    if not isinstance(overall, str) or overall not in Verdict.values:
+    if not isinstance(overall, str) or overall not in _VERDICTS:
         return f"overall {overall!r} is unknown"
     if overall != aggregate_overall(criteria):
         return f"overall {overall} contradicts its criteria ({aggregate_overall(criteria)})"
