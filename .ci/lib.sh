@@ -276,7 +276,7 @@ _progress() { grep -oE '\[ *[0-9]+%\]' "$1" 2>/dev/null | tail -n 1 | tr -d '[] 
 # wait_background [--any]: wait for every background step (with --any, for the
 # first to end); each is shown and recorded as it ends.
 wait_background() {
-    local any=0 i pending ended last=$SECONDS line logfile rc
+    local any=0 i pending ended last=$SECONDS line logfile rc progress
     [[ ${1:-} == --any ]] && any=1
     while :; do
         pending=0
@@ -306,7 +306,8 @@ wait_background() {
             line=""
             for i in "${!BG_PIDS[@]}"; do
                 [[ -n "${BG_PIDS[$i]}" ]] || continue
-                line+="  ${BG_NAMES[$i]}: $(_progress "$(pytest_logfile "${BG_NAMES[$i]}")")"
+                progress="$(_progress "$(pytest_logfile "${BG_NAMES[$i]}")")"
+                line+="  ${BG_NAMES[$i]}: ${progress:-$((SECONDS - BG_STARTED[i]))s}"
             done
             log "running:$line"
             last=$SECONDS
