@@ -195,7 +195,7 @@ pytest_logfile() { echo "$CI_DATA/logs/$(echo "$1" | tr -c 'A-Za-z0-9\n' '-' | t
 # result. Make turns pytest's exit code into its own 2, so "no tests collected"
 # (pytest 5) is read off make's message.
 _finish_pytest() {
-    local name=$1 logfile=$2 rc=$3 started=$4 closing count word
+    local name=$1 logfile=$2 rc=$3 started=$4 limit=${5:-$STEP_TIMEOUT} closing count word
     closing="$(grep -E '^=+ .*( in [0-9.]+s)( \([0-9:]+\))? =+$' "$logfile" | tail -n 1 | tr -d '=' | xargs || true)"
     while read -r count word; do
         case "$word" in
@@ -209,22 +209,11 @@ _finish_pytest() {
         log "NOTE: pytest collected no tests in '$name' (exit code 5); counted as success"
         _record "ok (no tests collected)" $((SECONDS - started)) "$name" "$closing"
     elif ((rc == 124 || rc == 137)); then
-        _record "TIMEOUT" $((SECONDS - started)) "$name" "killed after ${STEP_TIMEOUT}s${closing:+; $closing}"
+        _record "TIMEOUT" $((SECONDS - started)) "$name" "killed after ${limit}s${closing:+; $closing}"
     else
         _record "FAILED (exit $rc)" $((SECONDS - started)) "$name" "$closing"
     fi
     log "=== $name: ${CI_RESULTS[-1]%%|*} in $((SECONDS - started))s"
-}
-
-# run_pytest NAME CMD...: the command runs `make test`; its output is shown as it comes.
-run_pytest() {
-    local name=$1
-    shift
-    local logfile started=$SECONDS rc=0
-    logfile="$(pytest_logfile "$name")"
-    log "=== $name: $*"
-    timeout --kill-after=20 "$STEP_TIMEOUT" "$@" 2>&1 | tee "$logfile" || rc=${PIPESTATUS[0]}
-    _finish_pytest "$name" "$logfile" "$rc" "$started"
 }
 
 # Steps in the background, side by side (2 cores: one pytest process each,
@@ -234,32 +223,36 @@ BG_PIDS=()
 BG_NAMES=()
 BG_KINDS=()  # pytest | step: how the end is recorded
 BG_STARTED=()
+BG_LIMITS=()
 
+# _start_background KIND LIMIT NAME CMD...
 _start_background() {
-    local kind=$1 name=$2
-    shift 2
+    local kind=$1 limit=$2 name=$3
+    shift 3
     local logfile
     logfile="$(pytest_logfile "$name")"
     rm -f "$logfile" "$logfile.rc"
     log "=== $name (in the background, output in $logfile): $*"
     (
         set +e
-        timeout --kill-after=20 "$STEP_TIMEOUT" "$@" >"$logfile" 2>&1
+        timeout --kill-after=20 "$limit" "$@" >"$logfile" 2>&1
         echo $? >"$logfile.rc"
     ) &
     BG_PIDS+=($!)
     BG_NAMES+=("$name")
     BG_KINDS+=("$kind")
     BG_STARTED+=("$SECONDS")
+    BG_LIMITS+=("$limit")
 }
 
-# start_pytest NAME CMD...: start the run and return once pytest has begun
-# collecting, so that the next run's `make test` does not reinstall the
-# package under this one's install step.
+# start_pytest NAME CMD...: start the run (limit STEP_TIMEOUT) and return once
+# its pytest header reaches the log -- pytest has collected and runs its first
+# test -- so that the next run's `make test` does not reinstall the package
+# under this one's install step.
 start_pytest() {
     local logfile i
     logfile="$(pytest_logfile "$1")"
-    _start_background pytest "$@"
+    _start_background pytest "$STEP_TIMEOUT" "$@"
     for i in $(seq 1 600); do
         grep -q 'test session starts' "$logfile" 2>/dev/null && return 0
         [[ -e "$logfile.rc" ]] && return 0
@@ -268,7 +261,7 @@ start_pytest() {
     log "WARNING: '$1' has not started pytest after 300 s"
 }
 
-# start_step NAME CMD...: a step of its own (not pytest) in the background.
+# start_step LIMIT NAME CMD...: a step of its own (not pytest) in the background.
 start_step() { _start_background step "$@"; }
 
 _progress() { grep -oE '\[ *[0-9]+%\]' "$1" 2>/dev/null | tail -n 1 | tr -d '[] ' || true; }
@@ -293,9 +286,9 @@ wait_background() {
             log "=== output of ${BG_NAMES[$i]}"
             cat "$logfile"
             if [[ ${BG_KINDS[$i]} == pytest ]]; then
-                _finish_pytest "${BG_NAMES[$i]}" "$logfile" "$rc" "${BG_STARTED[$i]}"
+                _finish_pytest "${BG_NAMES[$i]}" "$logfile" "$rc" "${BG_STARTED[$i]}" "${BG_LIMITS[$i]}"
             else
-                _finish_step "${BG_NAMES[$i]}" "$rc" "${BG_STARTED[$i]}"
+                _finish_step "${BG_NAMES[$i]}" "$rc" "${BG_STARTED[$i]}" "${BG_LIMITS[$i]}"
             fi
             BG_PIDS[i]=""
             ended=1
@@ -328,15 +321,17 @@ stop_background_runs() {
     done
 }
 
+# _finish_step NAME RC STARTED [LIMIT]: record a step's result (a LIMIT: it ran under timeout).
 _finish_step() {
-    local name=$1 rc=$2 started=$3
+    local name=$1 rc=$2 started=$3 limit=${4:-}
     if ((rc == 0)); then
         _record ok $((SECONDS - started)) "$name" ""
-    elif ((rc == 124 || rc == 137)); then
-        _record "TIMEOUT" $((SECONDS - started)) "$name" "killed after ${STEP_TIMEOUT}s"
+    elif [[ -n $limit ]] && ((rc == 124 || rc == 137)); then
+        _record "TIMEOUT" $((SECONDS - started)) "$name" "killed after ${limit}s"
     else
         _record "FAILED (exit $rc)" $((SECONDS - started)) "$name" ""
     fi
+    log "=== $name: ${CI_RESULTS[-1]%%|*} in $((SECONDS - started))s"
 }
 
 run_step() {
