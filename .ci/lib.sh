@@ -189,13 +189,13 @@ ci_cleanup() {
 # --- steps -----------------------------------------------------------------------
 _record() { CI_RESULTS+=("$1|$2|$3|$4"); [[ $1 == ok* ]] || CI_FAILED=1; }
 
-pytest_logfile() { echo "$CI_DATA/logs/$(echo "$1" | tr -c 'A-Za-z0-9\n' '-' | tr -s '-').log"; }
+step_logfile() { echo "$CI_DATA/logs/$(echo "$1" | tr -c 'A-Za-z0-9\n' '-' | tr -s '-').log"; }
 
-# _finish_pytest NAME LOGFILE RC STARTED: count the run's tests and record its
-# result. Make turns pytest's exit code into its own 2, so "no tests collected"
-# (pytest 5) is read off make's message.
+# _finish_pytest NAME LOGFILE RC STARTED LIMIT: count the run's tests and record
+# its result. Make turns pytest's exit code into its own 2, so "no tests
+# collected" (pytest 5) is read off make's message.
 _finish_pytest() {
-    local name=$1 logfile=$2 rc=$3 started=$4 limit=${5:-$STEP_TIMEOUT} closing count word
+    local name=$1 logfile=$2 rc=$3 started=$4 limit=$5 closing count word
     closing="$(grep -E '^=+ .*( in [0-9.]+s)( \([0-9:]+\))? =+$' "$logfile" | tail -n 1 | tr -d '=' | xargs || true)"
     while read -r count word; do
         case "$word" in
@@ -203,17 +203,13 @@ _finish_pytest() {
             failed | error | errors) CI_TESTS_FAILED=$((CI_TESTS_FAILED + count)) ;;
         esac
     done < <(grep -oE '[0-9]+ (passed|failed|errors?)' <<<"$closing" || true)
-    if ((rc == 0)); then
-        _record ok $((SECONDS - started)) "$name" "$closing"
-    elif grep -qE '^make: \*\*\* \[.*test\] Error 5$' "$logfile" || ((rc == 5)); then
+    if ((rc != 0)) && { grep -qE '^make: \*\*\* \[.*test\] Error 5$' "$logfile" || ((rc == 5)); }; then
         log "NOTE: pytest collected no tests in '$name' (exit code 5); counted as success"
         _record "ok (no tests collected)" $((SECONDS - started)) "$name" "$closing"
-    elif ((rc == 124 || rc == 137)); then
-        _record "TIMEOUT" $((SECONDS - started)) "$name" "killed after ${limit}s${closing:+; $closing}"
-    else
-        _record "FAILED (exit $rc)" $((SECONDS - started)) "$name" "$closing"
+        log "=== $name: ${CI_RESULTS[-1]%%|*} in $((SECONDS - started))s"
+        return 0
     fi
-    log "=== $name: ${CI_RESULTS[-1]%%|*} in $((SECONDS - started))s"
+    _finish_step "$name" "$rc" "$started" "$limit" "$closing"
 }
 
 # Steps in the background, side by side (2 cores: one pytest process each,
@@ -230,7 +226,7 @@ _start_background() {
     local kind=$1 limit=$2 name=$3
     shift 3
     local logfile
-    logfile="$(pytest_logfile "$name")"
+    logfile="$(step_logfile "$name")"
     rm -f "$logfile" "$logfile.rc"
     log "=== $name (in the background, output in $logfile): $*"
     (
@@ -251,7 +247,7 @@ _start_background() {
 # under this one's install step.
 start_pytest() {
     local logfile i
-    logfile="$(pytest_logfile "$1")"
+    logfile="$(step_logfile "$1")"
     _start_background pytest "$STEP_TIMEOUT" "$@"
     for i in $(seq 1 600); do
         grep -q 'test session starts' "$logfile" 2>/dev/null && return 0
@@ -276,7 +272,7 @@ wait_background() {
         ended=0
         for i in "${!BG_PIDS[@]}"; do
             [[ -n "${BG_PIDS[$i]}" ]] || continue
-            logfile="$(pytest_logfile "${BG_NAMES[$i]}")"
+            logfile="$(step_logfile "${BG_NAMES[$i]}")"
             if kill -0 "${BG_PIDS[$i]}" 2>/dev/null; then
                 pending=1
                 continue
@@ -299,7 +295,7 @@ wait_background() {
             line=""
             for i in "${!BG_PIDS[@]}"; do
                 [[ -n "${BG_PIDS[$i]}" ]] || continue
-                progress="$(_progress "$(pytest_logfile "${BG_NAMES[$i]}")")"
+                progress="$(_progress "$(step_logfile "${BG_NAMES[$i]}")")"
                 line+="  ${BG_NAMES[$i]}: ${progress:-$((SECONDS - BG_STARTED[i]))s}"
             done
             log "running:$line"
@@ -321,15 +317,16 @@ stop_background_runs() {
     done
 }
 
-# _finish_step NAME RC STARTED [LIMIT]: record a step's result (a LIMIT: it ran under timeout).
+# _finish_step NAME RC STARTED [LIMIT [DETAIL]]: record a step's result (a
+# LIMIT: it ran under timeout; DETAIL: what the summary adds, e.g. test counts).
 _finish_step() {
-    local name=$1 rc=$2 started=$3 limit=${4:-}
+    local name=$1 rc=$2 started=$3 limit=${4:-} detail=${5:-}
     if ((rc == 0)); then
-        _record ok $((SECONDS - started)) "$name" ""
+        _record ok $((SECONDS - started)) "$name" "$detail"
     elif [[ -n $limit ]] && ((rc == 124 || rc == 137)); then
-        _record "TIMEOUT" $((SECONDS - started)) "$name" "killed after ${limit}s"
+        _record "TIMEOUT" $((SECONDS - started)) "$name" "killed after ${limit}s${detail:+; $detail}"
     else
-        _record "FAILED (exit $rc)" $((SECONDS - started)) "$name" ""
+        _record "FAILED (exit $rc)" $((SECONDS - started)) "$name" "$detail"
     fi
     log "=== $name: ${CI_RESULTS[-1]%%|*} in $((SECONDS - started))s"
 }
