@@ -91,6 +91,23 @@ class _Compiled:
     converters: tuple = ()
 
 
+def model_columns(model, prefix: str = "") -> list[str]:
+    """The ``values()`` names of every concrete column of ``model``, behind
+    ``prefix`` (``"course__"`` for a related model's)."""
+    return [f"{prefix}{field.attname}" for field in model._meta.concrete_fields]
+
+
+def model_from_row(model, row: dict, prefix: str = ""):
+    """The instance a row of ``model_columns(model, prefix)`` holds, built with
+    ``Model.from_db`` as the ORM builds it; None when its primary key is null
+    (a LEFT JOIN that found nothing)."""
+    names = model_columns(model)
+    values = [row[f"{prefix}{name}"] for name in names]
+    if values[names.index(model._meta.pk.attname)] is None:
+        return None
+    return model.from_db("default", names, values)
+
+
 class PreparedQuery:
     """``build(**params)`` returns a ``values()`` queryset; ``kinds`` names
     each parameter's kind ("int", "uuid", "str", "float", "date", "datetime",

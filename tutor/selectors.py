@@ -15,32 +15,19 @@ from django.http import Http404
 from tutor.errors import InvalidInput
 from tutor.history import history_limits
 from tutor.models import Course, Enrollment, Rubric, Task, TutorMessage, TutorSession
-from tutor.prepared import PreparedQuery
+from tutor.prepared import PreparedQuery, model_columns, model_from_row
 
-
-def _attnames(model) -> list[str]:
-    return [f.attname for f in model._meta.concrete_fields]
-
-
-def _columns(prefix: str, model) -> list[str]:
-    return [f"{prefix}{name}" for name in _attnames(model)]
-
-
-def _instance(model, row: dict, prefix: str = ""):
-    names = _attnames(model)
-    values = [row[f"{prefix}{name}"] for name in names]
-    if values[names.index(model._meta.pk.attname)] is None:
-        return None  # a LEFT JOIN that found nothing (a task without a rubric)
-    return model.from_db("default", names, values)
-
-
-_TASK_COLUMNS = [*_columns("", Task), *_columns("course__", Course), *_columns("current_rubric__", Rubric)]
+_TASK_COLUMNS = [
+    *model_columns(Task),
+    *model_columns(Course, "course__"),
+    *model_columns(Rubric, "current_rubric__"),
+]
 
 
 def _task_from(row: dict, prefix: str = "") -> Task:
-    task = _instance(Task, row, prefix)
-    task.course = _instance(Course, row, f"{prefix}course__")
-    task.current_rubric = _instance(Rubric, row, f"{prefix}current_rubric__")
+    task = model_from_row(Task, row, prefix)
+    task.course = model_from_row(Course, row, f"{prefix}course__")
+    task.current_rubric = model_from_row(Rubric, row, f"{prefix}current_rubric__")
     return task
 
 
@@ -77,7 +64,7 @@ def owned_session_queryset(*, user_id, session_id):
             task__course__enrollments__user_id=user_id,
             task__course__enrollments__role=Enrollment.Role.STUDENT,
         )
-        .values(*_columns("", TutorSession), *(f"task__{column}" for column in _TASK_COLUMNS))
+        .values(*model_columns(TutorSession), *(f"task__{column}" for column in _TASK_COLUMNS))
         .order_by()[:1]
     )
 
@@ -91,7 +78,7 @@ def owned_session(user, session_id) -> TutorSession:
     row = OWNED_SESSION.first(user_id=user.pk, session_id=session_id)
     if row is None:
         raise Http404("no such session")
-    session = _instance(TutorSession, row)
+    session = model_from_row(TutorSession, row)
     session.student = user
     session.task = _task_from(row, "task__")
     return session

@@ -10,8 +10,9 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 from django.conf import settings
-from django.db import DatabaseError, IntegrityError, transaction
+from django.db import DatabaseError, IntegrityError, connections, transaction
 from django.db.models import Q
+from django.db.models.sql import UpdateQuery
 from django.utils import timezone
 
 from tutor import llm
@@ -78,20 +79,45 @@ def reply_claim_expiry():
     return timezone.now() - timedelta(seconds=settings.TUTOR_REQUEST_BUDGET)
 
 
-def _claim(session: TutorSession):
+def _update_returning(queryset, column: str, **values):
+    """``queryset.update(**values)`` that also returns ``column`` of the
+    updated row, as the UPDATE left it, in the same statement (``UPDATE …
+    RETURNING``, which SQLite has from 3.35); None when no row matched. For
+    a queryset of at most one row."""
+    db = queryset.db
+    connection = connections[db]
+    field = queryset.model._meta.get_field(column)
+    query = queryset.query.chain(UpdateQuery)
+    query.add_update_values(values)
+    query.clear_select_clause()
+    sql, params = query.get_compiler(db).as_sql()
+    with transaction.mark_for_rollback_on_error(using=db), connection.cursor() as cursor:
+        cursor.execute(f"{sql} RETURNING {connection.ops.quote_name(field.column)}", params)
+        row = cursor.fetchone()
+    return None if row is None else field.to_python(row[0])
+
+
+def _claim(session: TutorSession) -> tuple:
     """Take the session's reply slot; returns the claim's time, which is also
-    its token: only the request holding it may store the reply or release it."""
+    its token (only the request holding it may store the reply or release
+    it), and the session's message count, read by the same statement: under
+    the claim, not from the caller's copy -- another request may have stored
+    an exchange between loading this session and claiming it."""
     now = timezone.now()
-    claimed = (
-        TutorSession.objects.filter(pk=session.pk, archived=False)
-        .filter(Q(reply_pending_since__isnull=True) | Q(reply_pending_since__lt=reply_claim_expiry()))
-        .update(reply_pending_since=now)
+    claimable = TutorSession.objects.filter(pk=session.pk, archived=False).filter(
+        Q(reply_pending_since__isnull=True) | Q(reply_pending_since__lt=reply_claim_expiry())
     )
-    if claimed != 1:
+    if connections[claimable.db].features.can_return_columns_from_insert:
+        message_count = _update_returning(claimable, "message_count", reply_pending_since=now)
+    elif claimable.update(reply_pending_since=now) == 1:  # an SQLite older than 3.35
+        message_count = TutorSession.objects.values_list("message_count", flat=True).get(pk=session.pk)
+    else:
+        message_count = None
+    if message_count is None:
         if session.archived:
             raise SessionArchived("this session is archived; open a new one")
         raise SessionBusy("a reply to your previous message is still being written")
-    return now
+    return now, message_count
 
 
 def sessions_release_stale(*, now=None) -> int:
@@ -122,14 +148,12 @@ def message_send(*, session: TutorSession, content: str, correlation_id: str) ->
     must come with ``course`` and ``current_rubric``.
     """
     content = message_text(content)
-    claim = _claim(session)
+    claim, message_count = _claim(session)
     ours = TutorSession.objects.filter(pk=session.pk, reply_pending_since=claim)
     released = False
     user_message = None
     try:
-        # Read under the claim, not from the caller's copy: another request may
-        # have stored an exchange between loading this session and claiming it.
-        position = TutorSession.objects.values_list("message_count", flat=True).get(pk=session.pk) + 1
+        position = message_count + 1
         try:
             with transaction.atomic():
                 user_message = TutorMessage.objects.create(

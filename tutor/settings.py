@@ -268,7 +268,7 @@ REST_FRAMEWORK = {
     # Token first: an anonymous request is answered 401 with a WWW-Authenticate
     # header rather than 403 (SPEC §7).
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "rest_framework.authentication.TokenAuthentication",
+        "tutor.authentication.PreparedTokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],

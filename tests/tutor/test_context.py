@@ -693,8 +693,8 @@ def seed_volume(student, task, session_id, n: int) -> None:
 
 # POST /api/tutor/sessions/{id}/messages/:
 #   token auth (1); the caller's session with task, course and rubric (1);
-#   claim the session: UPDATE ... WHERE reply pending is null (1);
-#   its message count, read under the claim (1);
+#   claim the session and read its message count under the claim: UPDATE ...
+#   WHERE reply pending is null RETURNING message_count (1);
 #   store the user message: savepoint, INSERT, its detection's outbox row
 #   (the corrections app's post_save), UPDATE message_count, release (5);
 #   earlier messages (1); feedback selection, one statement (1);
@@ -709,7 +709,7 @@ def seed_volume(student, task, session_id, n: int) -> None:
 # Detection of "what now?": one read of the message's text -- no correction --
 # and the DELETE of its outbox row once it has run (2).
 DETECTION_QUERIES = 2
-MESSAGE_POST_QUERIES = 21 + DETECTION_QUERIES
+MESSAGE_POST_QUERIES = 20 + DETECTION_QUERIES
 # GET /api/tutor/context/:
 #   token auth (1); the task within the caller's enrolment with the open
 #   session's id, one statement (1); earlier messages (1); feedback selection (1);
