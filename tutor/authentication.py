@@ -39,10 +39,21 @@ def token_with_user(key: str) -> Token | None:
     return token
 
 
+# No stored key is longer (DRF's keys are 40 hex digits).
+KEY_MAX_CHARS = Token._meta.get_field("key").max_length
+
+
 class PreparedTokenAuthentication(TokenAuthentication):
-    """DRF's token authentication with its lookup precompiled (module docstring)."""
+    """DRF's token authentication with its lookup precompiled (module
+    docstring), for DRF's own ``Token`` model (``model`` is not consulted).
+
+    A key that no token can have -- longer than the column, or holding a NUL,
+    which PostgreSQL refuses in any text (DRF's own lookup answers it with a
+    database error, a 500) -- is an invalid token without a query."""
 
     def authenticate_credentials(self, key):
+        if len(key) > KEY_MAX_CHARS or "\x00" in key:
+            raise exceptions.AuthenticationFailed(_("Invalid token."))
         token = token_with_user(key)
         if token is None:
             raise exceptions.AuthenticationFailed(_("Invalid token."))

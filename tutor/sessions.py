@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 from django.conf import settings
-from django.db import DatabaseError, IntegrityError, connections, transaction
+from django.db import DatabaseError, IntegrityError, connections, router, transaction
 from django.db.models import Q
 from django.db.models.sql import UpdateQuery
 from django.utils import timezone
@@ -79,41 +79,48 @@ def reply_claim_expiry():
     return timezone.now() - timedelta(seconds=settings.TUTOR_REQUEST_BUDGET)
 
 
-def _update_returning(queryset, column: str, **values):
-    """``queryset.update(**values)`` that also returns ``column`` of the
-    updated row, as the UPDATE left it, in the same statement (``UPDATE …
-    RETURNING``, which SQLite has from 3.35); None when no row matched. For
-    a queryset of at most one row."""
-    db = queryset.db
+def update_returning_supported(connection) -> bool:
+    """``UPDATE … RETURNING``: PostgreSQL, and SQLite from 3.35 (Django 5.2
+    supports SQLite from 3.31; the settings accept no other database)."""
+    if connection.vendor == "sqlite":
+        return connection.Database.sqlite_version_info >= (3, 35)
+    return connection.vendor == "postgresql"
+
+
+def _update_returning_int(queryset, column: str, **values) -> int | None:
+    """``queryset.update(**values)`` that also returns the integer ``column``
+    of the updated row, as the UPDATE left it, in the same statement; None
+    when no row matched. For a queryset of at most one row, on a database
+    with ``update_returning_supported``."""
+    db = router.db_for_write(queryset.model)
     connection = connections[db]
-    field = queryset.model._meta.get_field(column)
     query = queryset.query.chain(UpdateQuery)
     query.add_update_values(values)
     query.clear_select_clause()
     sql, params = query.get_compiler(db).as_sql()
+    column_sql = connection.ops.quote_name(queryset.model._meta.get_field(column).column)
     with transaction.mark_for_rollback_on_error(using=db), connection.cursor() as cursor:
-        cursor.execute(f"{sql} RETURNING {connection.ops.quote_name(field.column)}", params)
+        cursor.execute(f"{sql} RETURNING {column_sql}", params)
         row = cursor.fetchone()
-    return None if row is None else field.to_python(row[0])
+    return None if row is None else int(row[0])
 
 
 def _claim(session: TutorSession) -> tuple:
-    """Take the session's reply slot; returns the claim's time, which is also
+    """Take the session's reply slot. Returns the claim's time, which is also
     its token (only the request holding it may store the reply or release
-    it), and the session's message count, read by the same statement: under
-    the claim, not from the caller's copy -- another request may have stored
-    an exchange between loading this session and claiming it."""
+    it), and the session's message count as the claim found it, read by the
+    same statement -- or None where the database cannot (``message_send``
+    reads it next, under the claim)."""
     now = timezone.now()
     claimable = TutorSession.objects.filter(pk=session.pk, archived=False).filter(
         Q(reply_pending_since__isnull=True) | Q(reply_pending_since__lt=reply_claim_expiry())
     )
-    if connections[claimable.db].features.can_return_columns_from_insert:
-        message_count = _update_returning(claimable, "message_count", reply_pending_since=now)
-    elif claimable.update(reply_pending_since=now) == 1:  # an SQLite older than 3.35
-        message_count = TutorSession.objects.values_list("message_count", flat=True).get(pk=session.pk)
+    if update_returning_supported(connections[router.db_for_write(TutorSession)]):
+        message_count = _update_returning_int(claimable, "message_count", reply_pending_since=now)
+        claimed = message_count is not None
     else:
-        message_count = None
-    if message_count is None:
+        message_count, claimed = None, claimable.update(reply_pending_since=now) == 1
+    if not claimed:
         if session.archived:
             raise SessionArchived("this session is archived; open a new one")
         raise SessionBusy("a reply to your previous message is still being written")
@@ -153,6 +160,10 @@ def message_send(*, session: TutorSession, content: str, correlation_id: str) ->
     released = False
     user_message = None
     try:
+        # Under the claim, not from the caller's copy: another request may have
+        # stored an exchange between loading this session and claiming it.
+        if message_count is None:
+            message_count = TutorSession.objects.values_list("message_count", flat=True).get(pk=session.pk)
         position = message_count + 1
         try:
             with transaction.atomic():
