@@ -87,12 +87,11 @@ def update_returning_supported(connection) -> bool:
     return connection.vendor == "postgresql"
 
 
-def _update_returning_int(queryset, column: str, **values) -> int | None:
-    """``queryset.update(**values)`` that also returns the integer ``column``
-    of the updated row, as the UPDATE left it, in the same statement; None
-    when no row matched. For a queryset of at most one row, on a database
-    with ``update_returning_supported``."""
-    db = router.db_for_write(queryset.model)
+def _update_returning_int(queryset, db: str, column: str, **values) -> int | None:
+    """``queryset.update(**values)`` on database ``db`` that also returns the
+    integer ``column`` of the updated row, as the UPDATE left it, in the same
+    statement; None when no row matched. For a queryset of at most one row,
+    on a database with ``update_returning_supported``."""
     connection = connections[db]
     query = queryset.query.chain(UpdateQuery)
     query.add_update_values(values)
@@ -115,8 +114,9 @@ def _claim(session: TutorSession) -> tuple:
     claimable = TutorSession.objects.filter(pk=session.pk, archived=False).filter(
         Q(reply_pending_since__isnull=True) | Q(reply_pending_since__lt=reply_claim_expiry())
     )
-    if update_returning_supported(connections[router.db_for_write(TutorSession)]):
-        message_count = _update_returning_int(claimable, "message_count", reply_pending_since=now)
+    db = router.db_for_write(TutorSession)
+    if update_returning_supported(connections[db]):
+        message_count = _update_returning_int(claimable, db, "message_count", reply_pending_since=now)
         claimed = message_count is not None
     else:
         message_count, claimed = None, claimable.update(reply_pending_since=now) == 1
