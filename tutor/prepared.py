@@ -31,7 +31,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.core.exceptions import EmptyResultSet
-from django.db import connections, models
+from django.db import connections, models, transaction
+from django.db.models.sql import UpdateQuery
 
 from tutor.server_statements import fetch_all, native_sql
 
@@ -147,13 +148,10 @@ class PreparedQuery:
             else:
                 sentinels[name] = _sentinel(base, i * 1000)
                 slots[self._db_value(name, sentinels[name], connection)] = (name,)
-        queryset = self.build(**sentinels, **shape)
-        query = queryset.query
-        compiler = query.get_compiler(using=using)
         try:
-            sql, params = compiler.as_sql()
+            compiler, sql, params, names, fields = self._statement(self.build(**sentinels, **shape), using)
         except EmptyResultSet:
-            return _Compiled(sql="", native="", params=(), compiler=compiler, names=(), empty=True)
+            return _Compiled(sql="", native="", params=(), compiler=None, names=(), empty=True)
         template, seen = [], set()
         for param in params:
             slot = slots.get(param) if isinstance(param, _PLAIN_VALUES) else None
@@ -166,13 +164,6 @@ class PreparedQuery:
         missing = expected - seen
         if missing:
             raise PreparationError(f"parameters {sorted(missing)} do not reach the SQL as plain values")
-        # The row's own column order, as ``values()`` reads it: an annotation
-        # may come before a field (``values(Value("r"), "id")``).
-        if query.selected:
-            names = tuple(query.selected)
-        else:
-            names = (*query.extra_select, *query.values_select, *query.annotation_select)
-        fields = [column[0] for column in compiler.select[: compiler.col_count]]
         converters = tuple(
             (position, tuple(convs), expression)
             for position, (convs, expression) in compiler.get_converters(fields).items()
@@ -191,6 +182,22 @@ class PreparedQuery:
             slots=slots,
             converters=converters,
         )
+
+    @staticmethod
+    def _statement(queryset, using: str) -> tuple:
+        """The compiler, SQL and parameters of ``queryset`` on ``using``, the
+        names of a row's columns and the expressions they are read from."""
+        query = queryset.query
+        compiler = query.get_compiler(using=using)
+        sql, params = compiler.as_sql()
+        # The row's own column order, as ``values()`` reads it: an annotation
+        # may come before a field (``values(Value("r"), "id")``).
+        if query.selected:
+            names = tuple(query.selected)
+        else:
+            names = (*query.extra_select, *query.values_select, *query.annotation_select)
+        fields = [column[0] for column in compiler.select[: compiler.col_count]]
+        return compiler, sql, params, names, fields
 
     def compiled(self, using: str = "default", lengths: dict[str, int] | None = None, **shape) -> _Compiled:
         lengths = lengths or {}
@@ -253,3 +260,72 @@ class PreparedQuery:
     def first(self, using: str = "default", **values) -> dict | None:
         rows = self.rows(using, **values)
         return rows[0] if rows else None
+
+
+def update_returning_supported(connection) -> bool:
+    """``UPDATE … RETURNING``: PostgreSQL, and SQLite from 3.35 (Django 5.2
+    supports SQLite from 3.31; the settings accept no other database)."""
+    if connection.vendor == "sqlite":
+        return connection.Database.sqlite_version_info >= (3, 35)
+    return connection.vendor == "postgresql"
+
+
+@dataclass(frozen=True)
+class Updated:
+    """What a ``PreparedUpdate`` did: how many rows it changed and, where the
+    database returns them, their ``returning`` column as the update left it
+    (None where it cannot: the count alone is known)."""
+
+    count: int
+    values: list | None
+
+
+class PreparedUpdate(PreparedQuery):
+    """``queryset.update(**values)`` compiled once per process, like a
+    ``PreparedQuery``: ``build(**params)`` returns ``(queryset, values)``.
+
+    The SQL is the ORM's own UPDATE with ``RETURNING`` of the ``returning``
+    column appended, so each run reports the rows it changed (their number
+    and that column) in the same statement. As ``QuerySet.update``, it sends
+    no signals and calls no ``save()``. On a database without ``UPDATE …
+    RETURNING`` it runs as ``queryset.update(**values)`` itself."""
+
+    def __init__(
+        self, build: Callable[..., tuple], *, returning: str, shape: tuple[str, ...] = (), **kinds: str
+    ):
+        super().__init__(build, shape=shape, **kinds)
+        self.returning = returning
+
+    def _statement(self, built, using: str) -> tuple:
+        queryset, values = built
+        # As QuerySet.update builds it.
+        query = queryset.query.chain(UpdateQuery)
+        query.add_update_values(values)
+        query.annotations = {}
+        compiler = query.get_compiler(using=using)
+        sql, params = compiler.as_sql()  # a filter across a relation becomes pk IN (…) here
+        if query.related_updates:
+            raise PreparationError("an update of a parent model's fields is more than one statement")
+        if not sql:
+            raise PreparationError("the update sets nothing")
+        field = queryset.model._meta.get_field(self.returning)
+        quoted = compiler.connection.ops.quote_name(field.column)
+        return (
+            compiler,
+            f"{sql} RETURNING {quoted}",
+            params,
+            (self.returning,),
+            [field.get_col(query.base_table)],
+        )
+
+    def run(self, using: str = "default", **values) -> Updated:
+        """Run the update for ``values`` (and the ``shape`` arguments)."""
+        connection = connections[using]
+        if not update_returning_supported(connection):
+            shape = {name: values.pop(name) for name in self.shape}
+            queryset, changes = self.build(**values, **shape)
+            return Updated(count=queryset.using(using).update(**changes), values=None)
+        # As QuerySet.update: a failed statement inside an atomic block marks it for rollback.
+        with transaction.mark_for_rollback_on_error(using=using):
+            fetched = self._fetch(using, values)[1]
+        return Updated(count=len(fetched), values=[row[0] for row in fetched])

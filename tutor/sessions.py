@@ -10,9 +10,8 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 from django.conf import settings
-from django.db import DatabaseError, IntegrityError, connections, router, transaction
+from django.db import DatabaseError, IntegrityError, router, transaction
 from django.db.models import Q
-from django.db.models.sql import UpdateQuery
 from django.utils import timezone
 
 from tutor import llm
@@ -20,6 +19,7 @@ from tutor.context import AssembledContext, assemble_context, context_after_send
 from tutor.errors import Conflict, ServiceUnavailable
 from tutor.models import Task, TutorMessage, TutorSession
 from tutor.offline import offline_reply
+from tutor.prepared import PreparedUpdate
 from tutor.redaction import redact, unmarked
 from tutor.selectors import earlier_messages
 from tutor.signals import user_message_handled
@@ -79,29 +79,40 @@ def reply_claim_expiry():
     return timezone.now() - timedelta(seconds=settings.TUTOR_REQUEST_BUDGET)
 
 
-def update_returning_supported(connection) -> bool:
-    """``UPDATE … RETURNING``: PostgreSQL, and SQLite from 3.35 (Django 5.2
-    supports SQLite from 3.31; the settings accept no other database)."""
-    if connection.vendor == "sqlite":
-        return connection.Database.sqlite_version_info >= (3, 35)
-    return connection.vendor == "postgresql"
+def claim_update(*, session_id, now, expired_before):
+    """Take the reply slot of an open session whose slot is free or whose
+    claim is older than ``expired_before`` (``reply_claim_expiry``)."""
+    claimable = TutorSession.objects.filter(pk=session_id, archived=False).filter(
+        Q(reply_pending_since__isnull=True) | Q(reply_pending_since__lt=expired_before)
+    )
+    return claimable, {"reply_pending_since": now}
 
 
-def _update_returning_int(queryset, db: str, column: str, **values) -> int | None:
-    """``queryset.update(**values)`` on database ``db`` that also returns the
-    integer ``column`` of the updated row, as the UPDATE left it, in the same
-    statement; None when no row matched. For a queryset of at most one row,
-    on a database with ``update_returning_supported``."""
-    connection = connections[db]
-    query = queryset.query.chain(UpdateQuery)
-    query.add_update_values(values)
-    query.clear_select_clause()
-    sql, params = query.get_compiler(db).as_sql()
-    column_sql = connection.ops.quote_name(queryset.model._meta.get_field(column).column)
-    with transaction.mark_for_rollback_on_error(using=db), connection.cursor() as cursor:
-        cursor.execute(f"{sql} RETURNING {column_sql}", params)
-        row = cursor.fetchone()
-    return None if row is None else int(row[0])
+# The turn's three writes to its session run on every message (SPEC §10):
+# compiled once per process, each returning the session's message count.
+CLAIM = PreparedUpdate(
+    claim_update, returning="message_count", session_id="uuid", now="datetime", expired_before="datetime"
+)
+
+
+def count_update(*, session_id, count):
+    """The session's message count, as a stored message leaves it."""
+    return TutorSession.objects.filter(pk=session_id), {"message_count": count}
+
+
+COUNT = PreparedUpdate(count_update, returning="message_count", session_id="uuid", count="int")
+
+
+def reply_update(*, session_id, claim, count):
+    """The count a stored reply leaves, and the claim released -- only while
+    the request that took the claim at ``claim`` still holds it."""
+    held = TutorSession.objects.filter(pk=session_id, reply_pending_since=claim)
+    return held, {"message_count": count, "reply_pending_since": None}
+
+
+REPLY = PreparedUpdate(
+    reply_update, returning="message_count", session_id="uuid", claim="datetime", count="int"
+)
 
 
 def _claim(session: TutorSession) -> tuple:
@@ -111,20 +122,14 @@ def _claim(session: TutorSession) -> tuple:
     same statement -- or None where the database cannot (``message_send``
     reads it next, under the claim)."""
     now = timezone.now()
-    claimable = TutorSession.objects.filter(pk=session.pk, archived=False).filter(
-        Q(reply_pending_since__isnull=True) | Q(reply_pending_since__lt=reply_claim_expiry())
+    claimed = CLAIM.run(
+        router.db_for_write(TutorSession), session_id=session.pk, now=now, expired_before=reply_claim_expiry()
     )
-    db = router.db_for_write(TutorSession)
-    if update_returning_supported(connections[db]):
-        message_count = _update_returning_int(claimable, db, "message_count", reply_pending_since=now)
-        claimed = message_count is not None
-    else:
-        message_count, claimed = None, claimable.update(reply_pending_since=now) == 1
-    if not claimed:
+    if not claimed.count:
         if session.archived:
             raise SessionArchived("this session is archived; open a new one")
         raise SessionBusy("a reply to your previous message is still being written")
-    return now, message_count
+    return now, claimed.values[0] if claimed.values else None
 
 
 def sessions_release_stale(*, now=None) -> int:
@@ -171,7 +176,7 @@ def message_send(*, session: TutorSession, content: str, correlation_id: str) ->
                     session=session, position=position, role=TutorMessage.Role.USER,
                     content=content, correlation_id=correlation_id,
                 )  # fmt: skip
-                TutorSession.objects.filter(pk=session.pk).update(message_count=position)
+                COUNT.run(router.db_for_write(TutorSession), session_id=session.pk, count=position)
         except IntegrityError:
             # The position was taken meanwhile: a request that outlived its
             # claim stored an exchange after all.
@@ -191,7 +196,7 @@ def message_send(*, session: TutorSession, content: str, correlation_id: str) ->
         except llm.ModelError as exc:
             log.warning("tutor model unavailable for session %s: %s", session.pk, exc)
             raise TutorUnavailable() from None
-        reply = _store_reply(session, ours, position + 1, text, correlation_id, context)
+        reply = _store_reply(session, claim, position + 1, text, correlation_id, context)
         released = True
         message_after_send(session=session, user_message=user_message, reply=reply, context=context)
         return Exchange(user_message=user_message, reply=reply, context=context)
@@ -206,14 +211,17 @@ class _ClaimLost(Exception):
     pass
 
 
-def _store_reply(session, ours, position: int, text: str, correlation_id: str, context) -> TutorMessage:
+def _store_reply(session, claim, position: int, text: str, correlation_id: str, context) -> TutorMessage:
     """Store the reply and release the claim in one transaction -- only
     while this request still holds the claim. A reply that cannot be stored
     (the claim was taken over, or the database refuses it) is a 503 like a
     model outage: the student's message is kept and they can send again."""
     try:
         with transaction.atomic():
-            if ours.update(message_count=position, reply_pending_since=None) != 1:
+            released = REPLY.run(
+                router.db_for_write(TutorSession), session_id=session.pk, claim=claim, count=position
+            )
+            if released.count != 1:
                 raise _ClaimLost
             return TutorMessage.objects.create(
                 session=session, position=position, role=TutorMessage.Role.ASSISTANT,

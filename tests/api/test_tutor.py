@@ -446,11 +446,11 @@ def test_message_after_another_request_finished_takes_the_next_position(
     before the first one stored its exchange, and claims it right after. The
     claim reads the message count in its own statement (UPDATE ... RETURNING)
     or, on a database without it, right after."""
-    from tutor import sessions
+    from tutor import prepared
     from tutor.sessions import message_send
 
     if not returning:
-        monkeypatch.setattr(sessions, "update_returning_supported", lambda connection: False)
+        monkeypatch.setattr(prepared, "update_returning_supported", lambda connection: False)
     fake_llm.default = "ok"
     session_id = session_id_for(student_client, task)
     loaded_early = TutorSession.objects.select_related("student", "task__course", "task__current_rubric").get(

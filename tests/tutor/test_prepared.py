@@ -8,6 +8,7 @@ import uuid
 from datetime import timedelta
 
 import pytest
+from django.db import transaction
 from django.db.models import DateField, FloatField, Value
 from django.utils import timezone
 
@@ -15,8 +16,8 @@ from feedback.models import AttemptStatus
 from feedback.selectors import LATEST_ROW, LATEST_ROW_WITHOUT_RUBRIC
 from feedback.versions import current_versions
 from tests.factories import enroll, make_attempt, make_course, make_submission, make_task
-from tutor.models import Course, Rubric, Task, TutorMessage
-from tutor.prepared import PreparationError, PreparedQuery
+from tutor.models import Course, Rubric, Task, TutorMessage, TutorSession
+from tutor.prepared import PreparationError, PreparedQuery, PreparedUpdate, Updated
 from tutor.selectors import (
     EARLIER_MESSAGES,
     OWNED_SESSION,
@@ -24,7 +25,7 @@ from tutor.selectors import (
     STUDENT_TASK_SESSION,
     student_task,
 )
-from tutor.sessions import session_open
+from tutor.sessions import CLAIM, COUNT, REPLY, session_open
 
 
 def assert_matches_orm(prepared: PreparedQuery, **values):
@@ -209,3 +210,151 @@ def test_a_parameter_reaches_the_database_as_its_field_would_send_it(kind, value
 
     expected = _KIND_FIELDS[kind].get_db_prep_value(value, connection, prepared=False)
     assert sent == expected and type(sent) is type(expected)
+
+
+# --- prepared updates ----------------------------------------------------------------------
+
+
+def statements_of(run) -> tuple[list[tuple], object]:
+    """The statements ``run()`` sends, as Django's execute wrappers see them
+    (SQL in Django's form, its parameters), and what it returned."""
+    from django.db import connection
+
+    seen = []
+
+    def wrapper(execute, sql, params, many, context):
+        seen.append((sql, list(params)))
+        return execute(sql, params, many, context)
+
+    with connection.execute_wrapper(wrapper):
+        result = run()
+    return seen, result
+
+
+def session_row(session_id) -> dict:
+    return TutorSession.objects.values("message_count", "reply_pending_since", "archived").get(pk=session_id)
+
+
+def assert_update_matches_orm(prepared: PreparedUpdate, row_id, /, **values) -> Updated:
+    """``prepared.run`` sends the ORM's own UPDATE with RETURNING appended,
+    with the same parameters, and leaves the row as ``queryset.update`` does
+    (which is run first, then rolled back to a savepoint)."""
+    queryset, changes = prepared.build(**values)
+    savepoint = transaction.savepoint()
+    orm_statements, orm_count = statements_of(lambda: queryset.update(**changes))
+    orm_row = session_row(row_id)
+    transaction.savepoint_rollback(savepoint)
+
+    statements, updated = statements_of(lambda: prepared.run(**values))
+
+    [(orm_sql, orm_params)] = orm_statements
+    assert statements == [(f'{orm_sql} RETURNING "{prepared.returning}"', orm_params)]
+    assert session_row(row_id) == orm_row
+    assert updated.count == orm_count
+    assert updated.values == [orm_row["message_count"]] * orm_count
+    return updated
+
+
+def test_the_tutor_turn_updates_match_the_orm(task, student):
+    """Three turns (on PostgreSQL the third runs each update as a server-side
+    prepared statement): the claim takes a free slot and returns the count,
+    refuses a held one, and takes over an expired one; the reply update
+    releases only the claim it is given."""
+    session, _ = session_open(student=student, task=task)
+    for turn in range(3):
+        now = timezone.now()
+        expiry = now - timedelta(seconds=60)
+        claimed = assert_update_matches_orm(
+            CLAIM, session.pk, session_id=session.pk, now=now, expired_before=expiry
+        )
+        assert claimed.values == [2 * turn]
+        # Held: a second claim finds nothing.
+        later = now + timedelta(seconds=1)
+        busy = assert_update_matches_orm(
+            CLAIM, session.pk, session_id=session.pk, now=later, expired_before=expiry
+        )
+        assert busy.count == 0
+        assert assert_update_matches_orm(
+            COUNT, session.pk, session_id=session.pk, count=2 * turn + 1
+        ).values == [2 * turn + 1]
+        # Someone else's claim is not released.
+        other = now - timedelta(microseconds=1)
+        assert (
+            assert_update_matches_orm(REPLY, session.pk, session_id=session.pk, claim=other, count=9).count
+            == 0
+        )
+        released = assert_update_matches_orm(
+            REPLY, session.pk, session_id=session.pk, claim=now, count=2 * turn + 2
+        )
+        assert released.values == [2 * turn + 2]
+        assert session_row(session.pk)["reply_pending_since"] is None
+
+    TutorSession.objects.filter(pk=session.pk).update(reply_pending_since=timezone.now() - timedelta(hours=1))
+    now = timezone.now()
+    taken_over = assert_update_matches_orm(
+        CLAIM, session.pk, session_id=session.pk, now=now, expired_before=now - timedelta(seconds=60)
+    )
+    assert taken_over.count == 1
+    TutorSession.objects.filter(pk=session.pk).update(archived=True, reply_pending_since=None)
+    assert (
+        assert_update_matches_orm(CLAIM, session.pk, session_id=session.pk, now=now, expired_before=now).count
+        == 0
+    )
+
+
+def test_an_update_filtered_across_a_relation_matches_the_orm(task, student, other_student):
+    """A filter through a join becomes ``pk IN (subquery)``, as the ORM sends it."""
+    mine, _ = session_open(student=student, task=task)
+    theirs, _ = session_open(student=other_student, task=task)
+    prepared = PreparedUpdate(
+        lambda username, count: (
+            TutorSession.objects.filter(student__username=username, task__course_id=task.course_id),
+            {"message_count": count},
+        ),
+        returning="message_count",
+        username="str",
+        count="int",
+    )
+
+    assert assert_update_matches_orm(prepared, mine.pk, username=student.username, count=7).count == 1
+    assert session_row(mine.pk)["message_count"] == 7
+    assert session_row(theirs.pk)["message_count"] == 0
+
+
+def test_an_update_without_returning_runs_as_the_orm_update(task, student, monkeypatch):
+    """SQLite before 3.35: the ORM's own statement, the count alone known."""
+    from tutor import prepared
+
+    monkeypatch.setattr(prepared, "update_returning_supported", lambda connection: False)
+    session, _ = session_open(student=student, task=task)
+    queryset, changes = COUNT.build(session_id=session.pk, count=5)
+    orm_statements, _ = statements_of(lambda: queryset.update(**changes))
+
+    statements, updated = statements_of(lambda: COUNT.run(session_id=session.pk, count=6))
+
+    assert updated == Updated(count=1, values=None)
+    assert [sql for sql, _ in statements] == [sql for sql, _ in orm_statements]
+    assert session_row(session.pk)["message_count"] == 6
+    assert COUNT.run(session_id=uuid.uuid4(), count=1) == Updated(count=0, values=None)
+
+
+def test_an_update_of_an_empty_list_matches_nothing_without_a_statement(task, student):
+    session, _ = session_open(student=student, task=task)
+    prepared = PreparedUpdate(
+        lambda ids, count: (TutorSession.objects.filter(pk__in=ids), {"message_count": count}),
+        returning="message_count",
+        ids="uuid[]",
+        count="int",
+    )
+
+    statements, updated = statements_of(lambda: prepared.run(ids=[], count=3))
+
+    assert (statements, updated) == ([], Updated(count=0, values=[]))
+    assert prepared.run(ids=[session.pk, uuid.uuid4()], count=3) == Updated(count=1, values=[3])
+
+
+def test_an_update_that_cannot_be_one_statement_is_refused(task):
+    prepared = PreparedUpdate(lambda: (TutorSession.objects.all(), {}), returning="message_count")
+
+    with pytest.raises(PreparationError, match="sets nothing"):
+        prepared.run()
