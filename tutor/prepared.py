@@ -19,6 +19,11 @@ them (``field__in=[...]``, kind ``"str[]"``): a list's length is part of the
 SQL, so each length compiles once. A lookup such as ``icontains`` rewrites
 its value, and a sentinel that is rewritten is reported at preparation time
 rather than run wrong.
+
+A ``PreparedUpdate`` does the same for ``queryset.update(**values)``: the
+ORM's UPDATE, compiled once, with ``RETURNING`` of one column so that a run
+tells which rows it changed in the same statement (the tutor turn's writes
+to its session, on every message).
 """
 
 from __future__ import annotations
@@ -298,6 +303,8 @@ class PreparedUpdate(PreparedQuery):
 
     def _statement(self, built, using: str) -> tuple:
         queryset, values = built
+        if queryset.query.is_sliced:
+            raise PreparationError("a sliced queryset cannot be updated")
         # As QuerySet.update builds it.
         query = queryset.query.chain(UpdateQuery)
         query.add_update_values(values)

@@ -161,7 +161,6 @@ def message_send(*, session: TutorSession, content: str, correlation_id: str) ->
     """
     content = message_text(content)
     claim, message_count = _claim(session)
-    ours = TutorSession.objects.filter(pk=session.pk, reply_pending_since=claim)
     released = False
     user_message = None
     try:
@@ -201,8 +200,10 @@ def message_send(*, session: TutorSession, content: str, correlation_id: str) ->
         message_after_send(session=session, user_message=user_message, reply=reply, context=context)
         return Exchange(user_message=user_message, reply=reply, context=context)
     finally:
-        if not released:
-            ours.update(reply_pending_since=None)
+        if not released:  # only the claim this request took
+            TutorSession.objects.filter(pk=session.pk, reply_pending_since=claim).update(
+                reply_pending_since=None
+            )
             if user_message is not None:
                 message_after_send(session=session, user_message=user_message, reply=None, context=None)
 

@@ -353,8 +353,19 @@ def test_an_update_of_an_empty_list_matches_nothing_without_a_statement(task, st
     assert prepared.run(ids=[session.pk, uuid.uuid4()], count=3) == Updated(count=1, values=[3])
 
 
-def test_an_update_that_cannot_be_one_statement_is_refused(task):
+def test_an_update_that_sets_nothing_is_refused(task):
     prepared = PreparedUpdate(lambda: (TutorSession.objects.all(), {}), returning="message_count")
 
     with pytest.raises(PreparationError, match="sets nothing"):
         prepared.run()
+
+
+def test_a_sliced_update_is_refused_as_the_orm_refuses_it(task):
+    prepared = PreparedUpdate(
+        lambda count: (TutorSession.objects.order_by("id")[:1], {"message_count": count}),
+        returning="message_count",
+        count="int",
+    )
+
+    with pytest.raises(PreparationError, match="sliced"):
+        prepared.run(count=1)
