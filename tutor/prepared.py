@@ -133,6 +133,9 @@ class PreparedQuery:
         self._lock = threading.Lock()
 
     def _db_value(self, name: str, value, connection):
+        if value is None:
+            # The ORM writes a comparison with None as IS NULL; bound, it would be "= NULL".
+            raise ValueError(f"{name}: None is not a parameter value (write IS NULL in the queryset)")
         kind = self._base_kinds[name]
         if type(value) is _AS_IS.get(kind):
             return value
@@ -303,16 +306,34 @@ class PreparedUpdate(PreparedQuery):
 
     def _statement(self, built, using: str) -> tuple:
         queryset, values = built
-        if queryset.query.is_sliced:
+        query = queryset.query
+        if query.combinator:
+            raise PreparationError(f"a combined queryset ({query.combinator}) cannot be updated")
+        if query.is_sliced:
             raise PreparationError("a sliced queryset cannot be updated")
-        # As QuerySet.update builds it.
-        query = queryset.query.chain(UpdateQuery)
+        query = query.chain(UpdateQuery)
         query.add_update_values(values)
-        query.annotations = {}
+        if query.related_updates:  # before compiling: a parent's rows are looked up then
+            raise PreparationError("an update of a parent model's fields is more than one statement")
+        # The rest as Django 5.2's QuerySet.update prepares it (the tests hold
+        # the SQL to that method's): annotations in the ordering inlined, then
+        # the SELECT clause cleared.
+        ordering = []
+        for column in query.order_by:
+            name, descending = column, False
+            if isinstance(name, str) and name.startswith("-"):
+                name, descending = name.removeprefix("-"), True
+            annotation = query.annotations.get(name)
+            if annotation is None:
+                ordering.append(column)
+            elif getattr(annotation, "contains_aggregate", False):
+                raise PreparationError(f"an update cannot be ordered by an aggregate: {annotation}")
+            else:
+                ordering.append(annotation.desc() if descending else annotation)
+        query.order_by = tuple(ordering)
+        query.clear_select_clause()
         compiler = query.get_compiler(using=using)
         sql, params = compiler.as_sql()  # a filter across a relation becomes pk IN (…) here
-        if query.related_updates:
-            raise PreparationError("an update of a parent model's fields is more than one statement")
         if not sql:
             raise PreparationError("the update sets nothing")
         field = queryset.model._meta.get_field(self.returning)
@@ -325,8 +346,10 @@ class PreparedUpdate(PreparedQuery):
             [field.get_col(query.base_table)],
         )
 
-    def run(self, using: str = "default", **values) -> Updated:
-        """Run the update for ``values`` (and the ``shape`` arguments)."""
+    def run(self, using: str, **values) -> Updated:
+        """Run the update for ``values`` (and the ``shape`` arguments) on
+        database ``using`` -- named by the caller, as the write router says
+        (``QuerySet.update`` would ask the router itself)."""
         connection = connections[using]
         if not update_returning_supported(connection):
             shape = {name: values.pop(name) for name in self.shape}

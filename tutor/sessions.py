@@ -89,7 +89,7 @@ def claim_update(*, session_id, now, expired_before):
 
 
 # The turn's three writes to its session run on every message (SPEC §10):
-# compiled once per process, each returning the session's message count.
+# compiled once per process; the claim's returns the message count it found.
 CLAIM = PreparedUpdate(
     claim_update, returning="message_count", session_id="uuid", now="datetime", expired_before="datetime"
 )

@@ -339,7 +339,10 @@ def test_model_down_is_503_the_message_is_kept_and_the_session_recovers(task, st
     assert "unavailable" in error["detail"] and "saved" in error["detail"]
     assert stored(session_id) == [("user", "are you up?")]
     assert ModelCall.objects.filter(purpose="tutor", status="http_error", http_status=502).count() == 3
-    assert TutorSession.objects.get(pk=session_id).reply_pending_since is None
+    assert TutorSession.objects.values("reply_pending_since", "message_count").get(pk=session_id) == {
+        "reply_pending_since": None,
+        "message_count": 1,  # the kept message is counted
+    }
 
     fake_llm.default = "back again"
     assert send(student_client, session_id, "now?").status_code == 201
@@ -348,6 +351,9 @@ def test_model_down_is_503_the_message_is_kept_and_the_session_recovers(task, st
         {"role": "user", "content": "now?"},
     ]
     assert stored(session_id)[-1] == ("assistant", "back again")
+    positions = list(TutorMessage.objects.filter(session_id=session_id).values_list("position", flat=True))
+    assert sorted(positions) == [1, 2, 3]
+    assert TutorSession.objects.get(pk=session_id).message_count == 3
 
 
 @pytest.mark.django_db

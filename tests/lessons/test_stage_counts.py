@@ -16,8 +16,8 @@ from django.utils import timezone
 
 from lessons.models import GLOBAL_SCOPE, Lesson, LessonStageCount, LessonStatus
 from tests.factories import make_course
-from tutor.models import Course
 from tests.lessons.conftest import bulk_lessons, make_lesson
+from tutor.models import Course
 
 
 def stored() -> dict:

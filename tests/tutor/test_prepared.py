@@ -231,6 +231,10 @@ def statements_of(run) -> tuple[list[tuple], object]:
     return seen, result
 
 
+def _kind(value) -> type:
+    return int if isinstance(value, int) and not isinstance(value, bool) else type(value)
+
+
 def session_row(session_id) -> dict:
     return TutorSession.objects.values("message_count", "reply_pending_since", "archived").get(pk=session_id)
 
@@ -245,10 +249,14 @@ def assert_update_matches_orm(prepared: PreparedUpdate, row_id, /, **values) -> 
     orm_row = session_row(row_id)
     transaction.savepoint_rollback(savepoint)
 
-    statements, updated = statements_of(lambda: prepared.run(**values))
+    statements, updated = statements_of(lambda: prepared.run("default", **values))
 
     [(orm_sql, orm_params)] = orm_statements
     assert statements == [(f'{orm_sql} RETURNING "{prepared.returning}"', orm_params)]
+    # Of the same types too, but for integers: an "int" parameter goes as a
+    # 64-bit integer on PostgreSQL (the server converts it on assignment).
+    [(_, params)] = statements
+    assert [_kind(p) for p in params] == [_kind(p) for p in orm_params]
     assert session_row(row_id) == orm_row
     assert updated.count == orm_count
     assert updated.values == [orm_row["message_count"]] * orm_count
@@ -330,12 +338,12 @@ def test_an_update_without_returning_runs_as_the_orm_update(task, student, monke
     queryset, changes = COUNT.build(session_id=session.pk, count=5)
     orm_statements, _ = statements_of(lambda: queryset.update(**changes))
 
-    statements, updated = statements_of(lambda: COUNT.run(session_id=session.pk, count=6))
+    statements, updated = statements_of(lambda: COUNT.run("default", session_id=session.pk, count=6))
 
     assert updated == Updated(count=1, values=None)
     assert [sql for sql, _ in statements] == [sql for sql, _ in orm_statements]
     assert session_row(session.pk)["message_count"] == 6
-    assert COUNT.run(session_id=uuid.uuid4(), count=1) == Updated(count=0, values=None)
+    assert COUNT.run("default", session_id=uuid.uuid4(), count=1) == Updated(count=0, values=None)
 
 
 def test_an_update_of_an_empty_list_matches_nothing_without_a_statement(task, student):
@@ -347,17 +355,17 @@ def test_an_update_of_an_empty_list_matches_nothing_without_a_statement(task, st
         count="int",
     )
 
-    statements, updated = statements_of(lambda: prepared.run(ids=[], count=3))
+    statements, updated = statements_of(lambda: prepared.run("default", ids=[], count=3))
 
     assert (statements, updated) == ([], Updated(count=0, values=[]))
-    assert prepared.run(ids=[session.pk, uuid.uuid4()], count=3) == Updated(count=1, values=[3])
+    assert prepared.run("default", ids=[session.pk, uuid.uuid4()], count=3) == Updated(count=1, values=[3])
 
 
 def test_an_update_that_sets_nothing_is_refused(task):
     prepared = PreparedUpdate(lambda: (TutorSession.objects.all(), {}), returning="message_count")
 
     with pytest.raises(PreparationError, match="sets nothing"):
-        prepared.run()
+        prepared.run("default")
 
 
 def test_a_sliced_update_is_refused_as_the_orm_refuses_it(task):
@@ -368,4 +376,77 @@ def test_a_sliced_update_is_refused_as_the_orm_refuses_it(task):
     )
 
     with pytest.raises(PreparationError, match="sliced"):
-        prepared.run(count=1)
+        prepared.run("default", count=1)
+
+
+def test_updates_that_django_prepares_before_compiling_match_the_orm(task, student):
+    """Annotations in the ordering are inlined and the selected columns
+    cleared, as ``QuerySet.update`` does, also behind a relation's pk IN."""
+    from django.db.models import Count, F
+
+    session, _ = session_open(student=student, task=task)
+    querysets = {
+        "annotation filtered": lambda username: (
+            TutorSession.objects.annotate(c=Count("messages"))
+            .filter(student__username=username, c__gte=0)
+            .values("c")
+        ),
+        "ordered by an annotation": lambda username: (
+            TutorSession.objects.annotate(x=F("task__id")).filter(student__username=username).order_by("-x")
+        ),
+        "columns selected": lambda username: TutorSession.objects.filter(
+            student__username=username
+        ).values_list("task__title"),
+    }
+    for n, (name, build) in enumerate(querysets.items(), start=1):
+        prepared = PreparedUpdate(
+            lambda username, count, build=build: (build(username), {"message_count": count}),
+            returning="message_count",
+            username="str",
+            count="int",
+        )
+        assert assert_update_matches_orm(prepared, session.pk, username=student.username, count=n).values == [
+            n
+        ], name
+
+
+def test_a_combined_queryset_is_refused_as_the_orm_refuses_it(task, student, other_student):
+    mine, _ = session_open(student=student, task=task)
+    prepared = PreparedUpdate(
+        lambda session_id, count: (
+            TutorSession.objects.filter(pk=session_id).union(
+                TutorSession.objects.filter(student=other_student)
+            ),
+            {"message_count": count},
+        ),
+        returning="message_count",
+        session_id="uuid",
+        count="int",
+    )
+
+    with pytest.raises(PreparationError, match="union"):
+        prepared.run("default", session_id=mine.pk, count=1)
+
+
+def test_a_failed_update_inside_a_transaction_marks_it_for_rollback(task, student):
+    """As ``QuerySet.update``: the atomic block cannot go on as if it had worked."""
+    from django.db import DatabaseError, connection
+
+    session, _ = session_open(student=student, task=task)
+    COUNT.run("default", session_id=session.pk, count=1)  # compiled outside the block
+    with transaction.atomic():
+        with pytest.raises(DatabaseError):
+            COUNT.run("default", session_id=session.pk, count=-1)  # message_count is positive
+        assert connection.needs_rollback  # so the block is rolled back (to its savepoint) on leaving
+    assert session_row(session.pk)["message_count"] == 1
+
+
+def test_none_is_refused_as_a_parameter(task, student):
+    """The ORM writes a comparison with None as IS NULL; a bound None would
+    compare as = NULL and match nothing."""
+    session, _ = session_open(student=student, task=task)
+
+    with pytest.raises(ValueError, match="claim: None"):
+        REPLY.run("default", session_id=session.pk, claim=None, count=1)
+    with pytest.raises(ValueError, match="task_id: None"):
+        STUDENT_TASK.rows(user_id=student.pk, task_id=None)
