@@ -19,8 +19,7 @@ None of them reads rows that merely share a word with the request:
   share a token with the message (what ranks them by overlap).
 
 The number each section left out is a window COUNT over the relevant rows,
-or, for the user's memory, a sum of the user's ``UserMemoryCount`` rows
-(kept by triggers), in the same statement.
+or a COUNT over the user's index entries, in the same statement.
 """
 
 from __future__ import annotations
@@ -38,7 +37,6 @@ from django.db.models import (
     OuterRef,
     Q,
     Subquery,
-    Sum,
     Value,
     When,
     Window,
@@ -59,7 +57,6 @@ from corrections.models import (
     MemoryToken,
     ProcessRule,
     TaskFactOverlap,
-    UserMemoryCount,
 )
 from corrections.text import text_keys
 from tutor.prepared import PreparedQuery
@@ -90,12 +87,6 @@ def padded(values: list[str]) -> list[str]:
         return []
     size = 1 << (len(values) - 1).bit_length()
     return [*values, *[NO_TOKEN] * (size - len(values))]
-
-
-def _sum(queryset, field: str) -> Subquery:
-    """The sum of ``field`` over ``queryset`` as a scalar subquery (0 when it has no row)."""
-    summed = queryset.order_by().annotate(group=Value(1)).values("group").annotate(n=Sum(field)).values("n")
-    return Coalesce(Subquery(summed), 0, output_field=IntegerField())
 
 
 def _count(queryset) -> Subquery:
@@ -299,14 +290,12 @@ def memory_queryset(
     ]
     unexpired = Q(expires_at__isnull=True) | Q(expires_at__gt=now)
     in_scope = Q(tier=USER) | Q(tier=SESSION, session_id=session_id) & unexpired
-    # The totals: the preferences and all user memory (the other kinds are
-    # the difference) summed from the user's UserMemoryCount rows, kept by
-    # triggers, so they do not grow with the user's memory; and this
-    # session's unexpired other kinds, an index range of a few items.
-    counts = UserMemoryCount.objects.filter(user_id=user_id)
+    # The totals are index ranges counted without reading a column: the
+    # preferences, all user memory (the other kinds are the difference, by
+    # memoryitem_kind_valid) and this session's unexpired other kinds.
     totals = {
-        "preferences_total": _sum(counts.filter(kind=CorrectionType.PREFERENCE), "item_count"),
-        "user_total": _sum(counts, "item_count"),
+        "preferences_total": _count(preferences),
+        "user_total": _count(user_memory),
         "session_total": _count(this_session.filter(unexpired, kind__in=OTHER_KINDS)),
     }
     if by_message:

@@ -476,33 +476,6 @@ class MemoryItem(TopicMixin):
         return f"{self.tier} {self.kind}: {self.content[:60]}"
 
 
-class UserMemoryCount(models.Model):
-    """How many user-tier memory items a user has of each kind: the totals
-    the tutor context reports of the preferences and memories sections
-    (SPEC §5 omitted counts), read as one row per kind instead of counting
-    the user's items on every request (SPEC §10).
-
-    Kept by database triggers on the memory item table (migration 0009), in
-    the transaction of each write -- an INSERT, a DELETE (a user's or a
-    session's cascade and the expiry purge included), an UPDATE of user,
-    tier or kind -- whoever makes it, so it cannot drift from the items.
-    Nothing else writes it; a row whose count falls to 0 is deleted."""
-
-    user_id = models.BigIntegerField()  # no foreign key: the triggers keep it, a cascade empties it
-    kind = models.CharField(max_length=16, choices=CorrectionType.choices)
-    # Not a PositiveIntegerField: a CHECK failing in a trigger would refuse the item's write.
-    item_count = models.IntegerField()
-
-    class Meta:
-        constraints = [
-            # The triggers' upsert target; the context sums a user's rows by this index.
-            models.UniqueConstraint(fields=["user_id", "kind"], name="usermemorycount_key"),
-        ]
-
-    def __str__(self) -> str:
-        return f"user {self.user_id} {self.kind}: {self.item_count}"
-
-
 class MemoryToken(models.Model):
     """One topic token of a memory item: relevance ranking in one query.
 

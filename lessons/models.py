@@ -122,13 +122,12 @@ class Lesson(models.Model):
     class Meta:
         ordering = ["-created_at", "id"]
         indexes = [
-            # a course's lessons by status and review date (recall's per-decision counts read
-            # LessonStageCount instead, kept by triggers: see that model)
+            # recall: the per-decision counts of a course's lessons (lessons.selectors)
             models.Index(fields=["course", "status", "review_by"], name="lesson_scope_status_idx"),
             # admin and API queues: pending / quarantined, oldest first
             models.Index(fields=["status", "created_at"], name="lesson_queue_idx"),
             # near-duplicate check: lessons whose shingle count allows Jaccard >= 0.8, then
-            # their course (not leading: a course's lessons by status take lesson_scope_status_idx)
+            # their course (not leading: the recall counts must take lesson_scope_status_idx)
             models.Index(fields=["shingle_count", "course"], name="lesson_duplicate_idx"),
         ]
         constraints = [
@@ -219,38 +218,6 @@ class LessonKey(models.Model):
 
     def __str__(self) -> str:
         return f"{self.kind}:{self.value}"
-
-
-# The scope of the global lessons in ``LessonStageCount`` (a course's is its id).
-GLOBAL_SCOPE = uuid.UUID(int=0)
-
-
-class LessonStageCount(models.Model):
-    """How many lessons of a scope have a status and ``review_by`` date:
-    what the recall trace counts per decision (SPEC §6: filtered_status,
-    filtered_expired, floor) are summed from, a few rows per scope and date
-    instead of every lesson of the library (SPEC §10).
-
-    Kept by database triggers on the lesson table (migration 0004), in the
-    transaction of each write -- an INSERT, a DELETE (a course's cascade
-    included), an UPDATE of course, status or review date, by the ORM, a
-    bulk write or raw SQL alike -- so it cannot drift from the lessons.
-    Nothing else writes it; a row whose count falls to 0 is deleted."""
-
-    scope = models.UUIDField()  # the course's id, GLOBAL_SCOPE for the global lessons
-    status = models.CharField(max_length=16, choices=LessonStatus.choices)
-    review_by = models.DateField()
-    # Not a PositiveIntegerField: a CHECK failing in a trigger would refuse the lesson's write.
-    lesson_count = models.IntegerField()
-
-    class Meta:
-        constraints = [
-            # The triggers' upsert target; recall sums a scope's rows by this index.
-            models.UniqueConstraint(fields=["scope", "status", "review_by"], name="lessonstagecount_key"),
-        ]
-
-    def __str__(self) -> str:
-        return f"{self.scope} {self.status} {self.review_by}: {self.lesson_count}"
 
 
 class RecallTrace(models.Model):

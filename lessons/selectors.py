@@ -25,7 +25,6 @@ from django.db.models import (
     Q,
     QuerySet,
     Subquery,
-    Sum,
     TextField,
     UUIDField,
     Value,
@@ -35,12 +34,10 @@ from django.utils import timezone
 
 from lessons import access
 from lessons.models import (
-    GLOBAL_SCOPE,
     SYMPTOM_MAX_CHARS,
     Lesson,
     LessonHit,
     LessonKey,
-    LessonStageCount,
     LessonStatus,
     RecalledLesson,
     RecallTrace,
@@ -416,32 +413,52 @@ def _candidate_ids_by_pairs(shape: _Shape, scope: Q, values: dict) -> QuerySet:
     )
 
 
+class _Plus(Func):
+    """``(a + b + …)`` over uncorrelated counts: a constant of the outer
+    query, so never part of its GROUP BY (Django groups by every expression
+    without an aggregate, and a grouped constant of no row gives no row)."""
+
+    arg_joiner = " + "
+    template = "(%(expressions)s)"
+    output_field = IntegerField()
+
+    def get_group_by_cols(self):
+        return []
+
+
+def _lessons_in(part: Q, **filters) -> QuerySet:
+    # Grouped by a constant, which Django leaves out of GROUP BY: one count, even of nothing.
+    return Lesson.objects.filter(part, **filters).order_by().annotate(one=Value(1)).values("one")
+
+
+def _count(part: Q, **filters) -> Subquery:
+    return Subquery(
+        _lessons_in(part, **filters).annotate(n=Count("*")).values("n"), output_field=IntegerField()
+    )
+
+
 def _stage_counts(course_ids, today: date) -> QuerySet:
     """One row: how many of the scope's lessons are active, expired, or not
-    injected (SPEC §6 trace counts), summed over ``LessonStageCount`` -- a
-    row per status and review date of each scope, kept by triggers in the
-    transaction of every lesson write -- so a real send reads a few rows per
-    scope, not every lesson of the library: by ``lessonstagecount_key``
-    (scope, status, review_by), the global scope's and the courses' as one
-    IN list."""
-    counts = LessonStageCount.objects.all()
-    if course_ids is not None:
-        counts = counts.filter(scope__in=[GLOBAL_SCOPE, *course_ids])
+    injected (SPEC §6 trace counts).
+
+    Each count is an index range of ``lesson_scope_status_idx`` (course,
+    status, review_by) counted with ``COUNT(*)``, so no lesson row is read and
+    every index entry of the scope is visited once: "not injected" is the
+    two ranges on either side of ``injected`` (exact in any collation), and
+    the global lessons and the course's are counted apart (an OR of the two
+    would visit every entry twice and deduplicate them)."""
+    if course_ids is None:
+        parts = [Q()]
+    else:
+        parts = [Q(course__isnull=True)] + ([Q(course_id__in=list(course_ids))] if course_ids else [])
     injected = LessonStatus.INJECTED
-
-    def total(condition: Q):
-        return Coalesce(Sum("lesson_count", filter=condition), 0, output_field=IntegerField())
-
-    # Grouped by a constant, which Django leaves out of GROUP BY: one row, even of nothing.
-    return (
-        counts.order_by()
-        .annotate(one=Value(1))
-        .values("one")
-        .annotate(
-            n_active=total(Q(status=injected, review_by__gte=today)),
-            n_expired=total(Q(status=injected, review_by__lt=today)),
-            n_other=total(~Q(status=injected)),
-        )
+    active = [_count(part, status=injected, review_by__gte=today) for part in parts]
+    expired = [_count(part, status=injected, review_by__lt=today) for part in parts]
+    other = [_count(part, status__gt=injected) for part in parts]
+    other += [_count(part, status__lt=injected) for part in parts[1:]]
+    # The first range is the row's own FROM: an aggregate without GROUP BY is one row.
+    return _lessons_in(parts[0], status__lt=injected).annotate(
+        n_active=_Plus(*active), n_expired=_Plus(*expired), n_other=_Plus(Count("*"), *other)
     )
 
 
@@ -629,8 +646,8 @@ def lessons_recall(
     common tag such as ``week-1`` are never read. Every other
     lesson of the scope is only counted, per stage (active / expired / other
     status): one aggregate row UNION ALL'ed to the candidate rows when
-    ``with_counts``, summed from ``LessonStageCount`` (a few rows per scope
-    and review date, whatever the library's size); a preview needs none.
+    ``with_counts`` -- index-only counts over ``lesson_scope_status_idx``,
+    the one part that grows with the library, hence left out of previews.
     The trace therefore
     lists the lessons that could reach the floor and counts the others under
     their decision (SPEC §6: "the first 200 lines in rank order and counts

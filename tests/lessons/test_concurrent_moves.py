@@ -1,0 +1,97 @@
+"""Lesson writes of concurrent transactions do not lock each other unless
+they write the same lesson (SPEC §6 lesson states, §10): nothing kept per
+status or course is locked by a lesson's move, and the lesson tables load
+from a dump. Migration 0005 dropped the trigger-kept ``LessonStageCount``
+that did (0004); migrating back and forth keeps its counts right."""
+
+from __future__ import annotations
+
+import io
+from collections import Counter
+
+import pytest
+from django.core.management import call_command
+from django.db import connection
+from django.utils import timezone
+
+from lessons.models import Lesson, LessonStatus
+from tests.concurrency import interleave, migrate, table_exists, table_triggers
+from tests.factories import make_course
+from tests.lessons.conftest import make_lesson
+
+COUNTS = "lessons_lessonstagecount"
+
+
+def moved(lesson: Lesson, status: str):
+    fields = {"injected_at": timezone.now()} if status == LessonStatus.INJECTED else {}
+    return lambda: Lesson.objects.filter(pk=lesson.pk).update(status=status, **fields)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_crossing_status_moves_of_two_transactions_both_commit():
+    """Each transaction moves two of a course's lessons between statuses
+    that the other's moves also touch (pending/approved -> injected/
+    quarantined, crosswise): no row they share is locked, so both commit.
+    With 0004's triggers this deadlocked on PostgreSQL every time."""
+    if connection.vendor != "postgresql":
+        pytest.skip("SQLite has one writer at a time: concurrent transactions queue, never cross")
+    course = make_course("crossing")
+    day = timezone.localdate()
+    pending = [make_lesson(course=course, status=LessonStatus.PENDING, review_by=day) for _ in range(2)]
+    approved = [make_lesson(course=course, status=LessonStatus.APPROVED, review_by=day) for _ in range(2)]
+
+    errors = interleave(
+        [moved(pending[0], LessonStatus.INJECTED), moved(approved[0], LessonStatus.INJECTED)],
+        [moved(approved[1], LessonStatus.QUARANTINED), moved(pending[1], LessonStatus.QUARANTINED)],
+    )
+
+    assert errors == [None, None]
+    assert Counter(Lesson.objects.values_list("status", flat=True)) == {"injected": 2, "quarantined": 2}
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_lessons_load_from_their_own_dump(tmp_path):
+    course = make_course("dumped")
+    for status in (LessonStatus.PENDING, LessonStatus.INJECTED, LessonStatus.INJECTED):
+        make_lesson(course=course, status=status, tags=["ci"])
+    make_lesson(status=LessonStatus.PENDING)  # a global lesson
+    dump = io.StringIO()
+    call_command("dumpdata", "lessons", format="json", stdout=dump)
+    before = sorted(Lesson.objects.values_list("id", "course_id", "status", "review_by"))
+    Lesson.objects.all().delete()
+
+    fixture = tmp_path / "dump.json"
+    fixture.write_text(dump.getvalue())
+    call_command("loaddata", str(fixture), verbosity=0)
+
+    assert sorted(Lesson.objects.values_list("id", "course_id", "status", "review_by")) == before
+
+
+@pytest.mark.django_db(transaction=True)
+def test_migrating_back_to_the_trigger_kept_counts_refills_them_and_forward_drops_them():
+    assert not table_exists(COUNTS)
+    assert table_triggers("lessons_lesson") == set()
+    course = make_course("mig-back")
+    day = timezone.localdate()
+    for status in ("injected", "injected", "pending"):
+        make_lesson(course=course, status=status, review_by=day)
+    make_lesson(status="pending", review_by=day)
+
+    try:
+        old = migrate("lessons", "0004_stage_counts")
+        counts = old.get_model("lessons", "LessonStageCount").objects
+        stored = {(row.scope, row.status, row.review_by): row.lesson_count for row in counts.all()}
+        global_scope = next(scope for scope, *_ in stored if scope != course.pk)
+        assert stored == {
+            (course.pk, "injected", day): 2,
+            (course.pk, "pending", day): 1,
+            (global_scope, "pending", day): 1,
+        }
+        assert table_triggers("lessons_lesson")  # 0004 keeps them by triggers again
+    finally:
+        migrate("lessons", None)
+
+    assert not table_exists(COUNTS)
+    assert table_triggers("lessons_lesson") == set()
+    make_lesson(course=course, status="injected")  # no trigger writes to the dropped table
+    assert Lesson.objects.count() == 5
