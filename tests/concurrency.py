@@ -4,7 +4,6 @@ the triggers a table carries, a migration back and forth."""
 
 from __future__ import annotations
 
-import contextlib
 import threading
 from collections.abc import Callable, Sequence
 
@@ -13,45 +12,58 @@ from django.db.migrations.executor import MigrationExecutor
 
 
 def interleave(
-    *transactions: Sequence[Callable[[], object]], timeout: float = 30
+    *transactions: Sequence[Callable[[], object]], lock_wait: float = 3, timeout: float = 30
 ) -> list[BaseException | None]:
     """Run each sequence of statements in a transaction of its own (a thread,
     so a connection of its own), step by step in lockstep: every transaction
     runs its first statement, then all wait for each other, then their second,
-    and so on; a transaction blocked on another's lock keeps the others
-    waiting only until its own statement returns. Returns each transaction's
-    error (None when it committed)."""
+    and so on. Returns each transaction's error (None when it committed).
+
+    A statement that waits on another transaction's lock fails after
+    ``lock_wait`` seconds on PostgreSQL (``lock_timeout``), so being blocked
+    is an error of its own, not a pause the test cannot see; the others then
+    go on without the failed one. A step the transactions never all reach
+    within ``timeout`` fails them all."""
     steps = max(len(t) for t in transactions)
     barrier = threading.Barrier(len(transactions), timeout=timeout)
     errors: list[BaseException | None] = [None] * len(transactions)
+    failed = threading.Event()
+
+    def wait() -> None:
+        try:
+            barrier.wait()
+        except threading.BrokenBarrierError:
+            if not failed.is_set():
+                raise  # a timeout: no peer failed, one never came
+            # a peer failed and aborted the barrier: this transaction goes on alone
 
     def run(index: int, statements: Sequence[Callable[[], object]]) -> None:
         try:
             with transaction.atomic():
+                if connection.vendor == "postgresql":
+                    with connection.cursor() as cursor:
+                        cursor.execute(
+                            "SELECT set_config('lock_timeout', %s, true)", [f"{int(lock_wait * 1000)}ms"]
+                        )
                 for step in range(steps):
                     if step < len(statements):
                         statements[step]()
                     if step < steps - 1:
-                        _wait(barrier)
+                        wait()
         except BaseException as error:  # noqa: BLE001 -- reported to the test
             errors[index] = error
+            failed.set()
             barrier.abort()
         finally:
             connections.close_all()
 
-    threads = [threading.Thread(target=run, args=(i, t)) for i, t in enumerate(transactions)]
+    threads = [threading.Thread(target=run, args=(i, t), daemon=True) for i, t in enumerate(transactions)]
     for thread in threads:
         thread.start()
     for thread in threads:
-        thread.join(timeout * steps)
+        thread.join((timeout + lock_wait) * steps)
     assert not any(thread.is_alive() for thread in threads), "a transaction never finished"
     return errors
-
-
-def _wait(barrier: threading.Barrier) -> None:
-    # A peer that failed has aborted the barrier: this transaction goes on alone.
-    with contextlib.suppress(threading.BrokenBarrierError):
-        barrier.wait()
 
 
 def table_triggers(table: str) -> set[str]:
