@@ -4,11 +4,23 @@ the triggers a table carries, a migration back and forth."""
 
 from __future__ import annotations
 
+import io
 import threading
 from collections.abc import Callable, Sequence
 
+import pytest
+from django.core.management import call_command
 from django.db import connection, connections, transaction
 from django.db.migrations.executor import MigrationExecutor
+
+# Transactions that cross need a database with row locks: SQLite takes one
+# writer at a time (the suite opens its transactions IMMEDIATE), so there a
+# second transaction queues behind the first until it commits and never runs
+# beside it. CI runs these tests on PostgreSQL.
+concurrent_writers = pytest.mark.skipif(
+    connection.vendor != "postgresql",
+    reason="SQLite has one writer at a time: concurrent transactions queue, never cross",
+)
 
 
 def interleave(
@@ -90,3 +102,16 @@ def migrate(app: str, target: str | None):
     targets = executor.loader.graph.leaf_nodes(app) if target is None else [(app, target)]
     executor.migrate(targets)
     return MigrationExecutor(connection).loader.project_state(targets).apps
+
+
+def assert_reloads_from_dump(app_label: str, queryset, fields: Sequence[str], tmp_path) -> None:
+    """``dumpdata`` of the whole app, the rows of ``queryset`` deleted, then
+    ``loaddata`` of the dump: the same rows are back."""
+    dump = io.StringIO()
+    call_command("dumpdata", app_label, format="json", stdout=dump)
+    before = sorted(queryset.values_list(*fields))
+    queryset.delete()
+    fixture = tmp_path / "dump.json"
+    fixture.write_text(dump.getvalue())
+    call_command("loaddata", str(fixture), verbosity=0)
+    assert sorted(queryset.all().values_list(*fields)) == before

@@ -5,16 +5,21 @@ rows did; migrating back and forth keeps its counts right."""
 
 from __future__ import annotations
 
-import io
 from collections import Counter
 
 import pytest
-from django.core.management import call_command
 from django.db import connection
 from django.utils import timezone
 
 from corrections.models import CorrectionType, MemoryItem
-from tests.concurrency import interleave, migrate, table_exists, table_triggers
+from tests.concurrency import (
+    assert_reloads_from_dump,
+    concurrent_writers,
+    interleave,
+    migrate,
+    table_exists,
+    table_triggers,
+)
 from tests.corrections.test_injection import make_item
 
 COUNTS = "corrections_usermemorycount"
@@ -30,13 +35,12 @@ def moved(item: MemoryItem, kind: str):
     return lambda: MemoryItem.objects.filter(pk=item.pk).update(kind=kind)
 
 
+@concurrent_writers
 @pytest.mark.django_db(transaction=True)
 def test_crossing_kind_moves_of_one_users_memory_in_two_transactions_both_commit(student):
     """Each transaction re-files two of one user's items under kinds the
     other's moves also touch, crosswise: both commit. With 0009's triggers
     this deadlocked on PostgreSQL every time."""
-    if connection.vendor != "postgresql":
-        pytest.skip("SQLite has one writer at a time: concurrent transactions queue, never cross")
     pref_a, fact_a, pref_b, fact_b = user_items(
         student,
         CorrectionType.PREFERENCE,
@@ -58,16 +62,10 @@ def test_crossing_kind_moves_of_one_users_memory_in_two_transactions_both_commit
 def test_the_memory_loads_from_its_own_dump(student, other_student, tmp_path):
     user_items(student, CorrectionType.PREFERENCE, CorrectionType.FACTUAL)
     user_items(other_student, CorrectionType.NEGATIVE)
-    dump = io.StringIO()
-    call_command("dumpdata", "corrections", format="json", stdout=dump)
-    before = sorted(MemoryItem.objects.values_list("id", "user_id", "tier", "kind"))
-    MemoryItem.objects.all().delete()
 
-    fixture = tmp_path / "dump.json"
-    fixture.write_text(dump.getvalue())
-    call_command("loaddata", str(fixture), verbosity=0)
-
-    assert sorted(MemoryItem.objects.values_list("id", "user_id", "tier", "kind")) == before
+    assert_reloads_from_dump(
+        "corrections", MemoryItem.objects.all(), ["id", "user_id", "tier", "kind"], tmp_path
+    )
 
 
 @pytest.mark.django_db(transaction=True)

@@ -6,17 +6,22 @@ that did (0004); migrating back and forth keeps its counts right."""
 
 from __future__ import annotations
 
-import io
 import uuid
 from collections import Counter
 
 import pytest
-from django.core.management import call_command
 from django.db import connection
 from django.utils import timezone
 
 from lessons.models import Lesson, LessonStatus
-from tests.concurrency import interleave, migrate, table_exists, table_triggers
+from tests.concurrency import (
+    assert_reloads_from_dump,
+    concurrent_writers,
+    interleave,
+    migrate,
+    table_exists,
+    table_triggers,
+)
 from tests.factories import make_course
 from tests.lessons.conftest import make_lesson
 
@@ -28,14 +33,13 @@ def moved(lesson: Lesson, status: str):
     return lambda: Lesson.objects.filter(pk=lesson.pk).update(status=status, **fields)
 
 
+@concurrent_writers
 @pytest.mark.django_db(transaction=True)
 def test_crossing_status_moves_of_two_transactions_both_commit():
     """Each transaction moves two of a course's lessons between statuses
     that the other's moves also touch (pending/approved -> injected/
     quarantined, crosswise): no row they share is locked, so both commit.
     With 0004's triggers this deadlocked on PostgreSQL every time."""
-    if connection.vendor != "postgresql":
-        pytest.skip("SQLite has one writer at a time: concurrent transactions queue, never cross")
     course = make_course("crossing")
     day = timezone.localdate()
     pending = [make_lesson(course=course, status=LessonStatus.PENDING, review_by=day) for _ in range(2)]
@@ -50,6 +54,7 @@ def test_crossing_status_moves_of_two_transactions_both_commit():
     assert Counter(Lesson.objects.values_list("status", flat=True)) == {"injected": 2, "quarantined": 2}
 
 
+@concurrent_writers
 @pytest.mark.django_db(transaction=True)
 def test_two_transactions_moving_lessons_out_of_one_status_do_not_wait_on_each_other():
     """A long write of a course's lessons (an import, a batch of approvals)
@@ -58,8 +63,6 @@ def test_two_transactions_moving_lessons_out_of_one_status_do_not_wait_on_each_o
     then edits another; neither waits for the other's commit (a wait fails
     the statement, ``interleave``'s lock_timeout). With 0004's triggers the
     second waited on the first's counter row."""
-    if connection.vendor != "postgresql":
-        pytest.skip("SQLite has one writer at a time: concurrent transactions queue, never cross")
     course = make_course("same-status")
     day = timezone.localdate()
     pending = [make_lesson(course=course, status=LessonStatus.PENDING, review_by=day) for _ in range(2)]
@@ -83,16 +86,10 @@ def test_the_lessons_load_from_their_own_dump(tmp_path):
     for status in (LessonStatus.PENDING, LessonStatus.INJECTED, LessonStatus.INJECTED):
         make_lesson(course=course, status=status, tags=["ci"])
     make_lesson(status=LessonStatus.PENDING)  # a global lesson
-    dump = io.StringIO()
-    call_command("dumpdata", "lessons", format="json", stdout=dump)
-    before = sorted(Lesson.objects.values_list("id", "course_id", "status", "review_by"))
-    Lesson.objects.all().delete()
 
-    fixture = tmp_path / "dump.json"
-    fixture.write_text(dump.getvalue())
-    call_command("loaddata", str(fixture), verbosity=0)
-
-    assert sorted(Lesson.objects.values_list("id", "course_id", "status", "review_by")) == before
+    assert_reloads_from_dump(
+        "lessons", Lesson.objects.all(), ["id", "course_id", "status", "review_by"], tmp_path
+    )
 
 
 @pytest.mark.django_db(transaction=True)
