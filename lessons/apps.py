@@ -6,9 +6,12 @@ class LessonsConfig(AppConfig):
     verbose_name = "Lessons and playbook"
 
     def ready(self):
+        from django.db.models.signals import post_delete, post_save
+
         from feedback.signals import attempt_finished
+        from lessons.models import Lesson
         from lessons.providers import LessonsSection
-        from lessons.receivers import capture_on_attempt_finished
+        from lessons.receivers import capture_on_attempt_finished, lesson_saved_or_deleted
         from tutor.providers import register
         from tutor.services import register_staff_view_models
 
@@ -16,3 +19,5 @@ class LessonsConfig(AppConfig):
         register(LessonsSection())
         register_staff_view_models("lessons", ["lesson", "skillcandidate", "recalltrace"])
         attempt_finished.connect(capture_on_attempt_finished, dispatch_uid="lessons.capture")
+        post_save.connect(lesson_saved_or_deleted, sender=Lesson, dispatch_uid="lessons.snapshot_saved")
+        post_delete.connect(lesson_saved_or_deleted, sender=Lesson, dispatch_uid="lessons.snapshot_deleted")

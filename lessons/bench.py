@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 from django.db import connection, transaction
 from django.utils import timezone
 
+from lessons.library import lessons_changed
 from lessons.models import Lesson, LessonKey, LessonKind, LessonSource, LessonStatus
 from lessons.services.store import lesson_keys
 from lessons.text import estimate_tokens, render_lesson
@@ -67,6 +68,7 @@ class LessonsSeeder:
             with transaction.atomic():
                 Lesson.objects.bulk_create(lessons)
                 LessonKey.objects.bulk_create(key for lesson in lessons for key in lesson_keys(lesson))
+                lessons_changed(bench.course.pk)  # bulk_create sends no post_save
             progress.update(start + len(lessons))
         if connection.vendor == "postgresql":
             with connection.cursor() as cursor:

@@ -11,6 +11,7 @@ recalled lessons only; the trace -- with the titles of lessons not recalled
 
 from __future__ import annotations
 
+from lessons.library import lessons_preview_recall
 from lessons.recall import recalled_item
 from lessons.selectors import lessons_recall
 from lessons.services.usage import recall_record
@@ -49,18 +50,22 @@ class LessonsSection(SectionProvider):
     data_key = "lessons"
 
     def build(self, request: ContextRequest) -> Section:
-        # At most one query (SPEC §10). A preview touches only the matching
-        # keys' index entries and writes no trace line; a real send also counts
-        # the scope's lessons per stage in the same statement, for the trace
-        # ``after_send`` stores, and reads which lessons its session already used.
-        result = lessons_recall(
-            course_ids=[request.task.course_id],
-            tags=request.task.tags or [],
-            texts=symptom_texts(request),
-            with_counts=not request.preview,
-            lines=not request.preview,
-            session_id=None if request.preview else request.session_id,
-        )
+        # At most one query (SPEC §10). A preview recalls from the scope's
+        # snapshot (``lessons.library``: the query reads its versions) and
+        # writes no trace line; a real send runs the statement, which also
+        # counts the scope's lessons per stage for the trace ``after_send``
+        # stores, and reads which lessons its session already used.
+        if request.preview:
+            result = lessons_preview_recall(
+                course_id=request.task.course_id, tags=request.task.tags or [], texts=symptom_texts(request)
+            )
+        else:
+            result = lessons_recall(
+                course_ids=[request.task.course_id],
+                tags=request.task.tags or [],
+                texts=symptom_texts(request),
+                session_id=request.session_id,
+            )
         text = ""
         if result.recalled:
             lessons = "\n\n".join(render_lesson(s.row.title, s.row.body) for s in result.recalled)

@@ -13,3 +13,12 @@ def capture_on_attempt_finished(sender, *, attempt_id, status, **kwargs) -> None
     if status != AttemptStatus.COMPLETED:
         return
     lessons_capture_from_attempt(attempt_id=attempt_id)
+
+
+def lesson_saved_or_deleted(sender, *, instance, **kwargs) -> None:
+    """A lesson saved (created, edited in the admin) or deleted changes its
+    scope's snapshots (``lessons.library``); the services' UPDATEs of a
+    lesson's status or last hit say so themselves."""
+    from lessons.library import lessons_changed
+
+    lessons_changed(instance.course_id)

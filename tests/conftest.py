@@ -64,9 +64,13 @@ def fake_llm(settings, monkeypatch):
 
 @pytest.fixture(autouse=True)
 def _fresh_cache():
-    """Throttle counters live in the cache; user ids repeat across tests."""
+    """Throttle counters live in the cache, scope snapshots in the process; ids repeat across tests."""
     from django.core.cache import cache
 
+    from tutor.snapshots import forget_all
+
     cache.clear()
+    forget_all()  # snapshots of the rows a test's transaction rolls back
     yield
     cache.clear()
+    forget_all()

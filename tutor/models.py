@@ -278,3 +278,17 @@ class AuditEvent(models.Model):
 
     def __str__(self) -> str:
         return f"{self.event} by {self.actor_label} at {self.created_at:%Y-%m-%d %H:%M:%S}"
+
+
+class ScopeVersion(models.Model):
+    """The version of one scope of rows that processes keep snapshots of
+    (``tutor.snapshots``), such as a course's injected lessons: a random
+    number, replaced after each committed change of the scope. Equality is
+    all a reader asks of it; a scope without a row has version 0."""
+
+    key = models.CharField(max_length=80, primary_key=True)
+    version = models.BigIntegerField()
+    changed_at = models.DateTimeField()
+
+    def __str__(self) -> str:
+        return f"{self.key}@{self.version}"

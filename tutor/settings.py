@@ -110,6 +110,9 @@ _database_url = env_str("DATABASE_URL", f"sqlite:///{BASE_DIR / 'db.sqlite3'}")
 # PostgreSQL connection cost ~5.5 ms of every review task), and checked before
 # reuse, so a server restart costs one failed check, not an error.
 DATABASE_CONN_MAX_AGE = env_int("DATABASE_CONN_MAX_AGE", 300)
+# Seconds a process keeps a snapshot of a scope's rows (tutor.snapshots) before reloading it
+# whatever its version: the bound on staleness should a version never be written.
+TUTOR_SNAPSHOT_MAX_AGE = env_int("TUTOR_SNAPSHOT_MAX_AGE", 300)
 # PostgreSQL: the hot path's precompiled queries run as server-side prepared
 # statements (tutor.server_statements); off for a pooler that cannot keep them.
 DATABASE_PREPARED_STATEMENTS = env_bool("DATABASE_PREPARED_STATEMENTS", True)

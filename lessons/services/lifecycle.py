@@ -26,6 +26,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from lessons.access import ensure_can_manage
+from lessons.library import lessons_changed
 from lessons.models import DeltaBump, Lesson, LessonKind, LessonSource, LessonStatus, RejectReason
 from lessons.services.store import lesson_insert
 from tutor.audit import audit_record
@@ -92,6 +93,7 @@ def _move(
     moved = Lesson.objects.filter(pk=lesson.pk, status=current).update(status=transition.to, **fields)
     if moved != 1:  # someone moved it between the read and the update
         raise IllegalTransition(f"the lesson is no longer {current}; reload it and try again")
+    lessons_changed(lesson.course_id)
     audit_record(
         actor=actor,
         event=transition.event,
@@ -260,6 +262,7 @@ def lesson_quarantine_if_harmful(*, lesson_id, course_id, actor) -> bool:
     moved = candidate.update(status=LessonStatus.QUARANTINED)
     if moved != 1:
         return False
+    lessons_changed(course_id)
     lesson = Lesson.objects.get(pk=lesson_id)
     reason = f"automatic: harmful {lesson.harmful} ≥ {threshold} and > helpful {lesson.helpful}"
     extra = {"automatic": True, "helpful": lesson.helpful, "harmful": lesson.harmful}

@@ -10,6 +10,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from lessons.access import ensure_can_manage
+from lessons.library import lessons_changed
 from lessons.models import Lesson, LessonHit, RecalledLesson, RecallTrace, SkillCandidate
 from lessons.recall import RecallResult
 from tutor.audit import audit_record
@@ -75,6 +76,11 @@ def recall_record(*, result: RecallResult, student, task, session_id, correlatio
         Lesson.objects.filter(pk__in=counted).update(
             hit_count=F("hit_count") + 1, last_hit=result.context.today
         )
+        today = result.context.today
+        if any(s.row.last_hit != today for s in result.recalled if s.row.id in new):
+            # A lesson's decay part counts from its last hit (SPEC §6): the
+            # snapshots are stale once a day per lesson, not on every hit.
+            lessons_changed(task.course_id, None)
         promoted = Lesson.objects.filter(
             pk__in=counted, hit_count__gte=promote_hits(), skill_candidate__isnull=True
         ).values_list("pk", "hit_count")

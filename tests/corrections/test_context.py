@@ -205,6 +205,7 @@ def test_context_preview_queries_do_not_grow_with_facts_and_memories(
 ):
     seed_volume(task.course, student, volume)
     chat = chat_for(student)
+    chat.context(RAINFALL_QUESTION)  # this process's snapshot of the course's lessons
 
     with django_assert_num_queries(CONTEXT_GET_QUERIES):
         preview = chat.context(RAINFALL_QUESTION)

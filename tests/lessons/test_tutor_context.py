@@ -320,6 +320,7 @@ def test_the_context_preview_makes_one_lesson_query_whatever_the_library(
     bulk_lessons(course, volume, tags=TASK_TAGS, symptoms=["1 failing"])  # all candidates
     failing(student, task, "A1", reason="CI failed", evidence="1 failing")
     open_session(student_client, task)
+    task_context(student_client, task, "what now?")  # this process's snapshot of the course's lessons
 
     # CONTEXT_GET_QUERIES: token, task, open session, history, feedback, lessons (1).
     with django_assert_num_queries(CONTEXT_GET_QUERIES):

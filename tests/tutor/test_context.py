@@ -715,7 +715,9 @@ MESSAGE_POST_QUERIES = 20 + DETECTION_QUERIES
 #   session's id, one statement (1); earlier messages (1); feedback selection (1);
 #   the corrections app's providers: facts, preferences and memories (one
 #   statement for both), process rules (3);
-#   lessons recall (1).
+#   lessons recall from the scope's snapshot: its versions (1). A process's
+#   first preview of a course after its lessons changed also loads the
+#   snapshot: CONTEXT_GET_QUERIES + 1 (tests.lessons.test_library).
 CONTEXT_GET_QUERIES = 8
 
 
@@ -747,6 +749,7 @@ def test_context_preview_uses_a_constant_number_of_queries(
 ):
     session_id = open_session(student_client, task)
     seed_volume(student, task, session_id, volume)
+    task_context(student_client, task, "what now?")  # this process's snapshot of the course's lessons
 
     with django_assert_num_queries(CONTEXT_GET_QUERIES):
         preview = task_context(student_client, task, "what now?")

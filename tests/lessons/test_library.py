@@ -1,0 +1,353 @@
+"""The context preview recalls from each process's snapshot of the scope's
+injected lessons (SPEC §6, §10; ``lessons.library``, ``tutor.snapshots``):
+the same decisions as the recall statement, one query for the scopes'
+versions, and every change seen -- by the writing process at once, by the
+others once its new version is written after the commit."""
+
+from __future__ import annotations
+
+import random
+from datetime import timedelta
+
+import pytest
+from django.db import connection, transaction
+from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
+
+from lessons.library import LIBRARIES, lessons_changed, lessons_scope_keys, library_load, library_recall
+from lessons.models import Lesson, LessonStatus
+from lessons.recall import RecallParams
+from lessons.selectors import lessons_recall
+from tests.concurrency import concurrent_writers, interleave
+from tests.factories import make_course
+from tests.lessons.conftest import make_lesson
+from tests.tutor.test_context import CONTEXT_GET_QUERIES, open_session, send, task_context
+from tutor.models import ScopeVersion
+from tutor.snapshots import scope_key
+
+TASK_TAGS = ["javascript", "docs"]  # tests.factories.course_data
+TAGS = ["javascript", "docs", "week-1", "arrays", "ci", "regex", "async", "dom"]
+SYMPTOMS = ["1 failing", "undefined is not a function", "timeout of 2000ms", "Segfault in parser", "空数组"]
+WORDS = ["the", "build", "still", "fails", "with", "a", "error", "on", "test", "empty"]
+
+
+def recalled(preview: dict) -> list[str]:
+    return [item["id"] for item in preview["lessons"]["recalled"]]
+
+
+def committed(django_capture_on_commit_callbacks, make):
+    """``make()`` as a committed change: its new versions written, as after a real commit."""
+    with django_capture_on_commit_callbacks(execute=True):
+        return make()
+
+
+def lessons_queries(captured) -> list[str]:
+    return [q["sql"] for q in captured if '"lessons_lesson"' in q["sql"]]
+
+
+def random_library(rng: random.Random, course, other_course) -> None:
+    today = timezone.localdate()
+    for _ in range(160):
+        make_lesson(
+            course=rng.choice([course, course, other_course, None]),
+            tags=rng.sample(TAGS, rng.randint(0, 4)),
+            symptoms=rng.sample(SYMPTOMS, rng.randint(0, 2)),
+            status=rng.choice([LessonStatus.INJECTED] * 4 + [LessonStatus.PENDING, LessonStatus.QUARANTINED]),
+            review_by=today + timedelta(days=rng.choice([-3, 5, 60])),
+            last_hit=rng.choice([None, today, today - timedelta(days=rng.randint(1, 90))]),
+            tokens=rng.choice([50, 150, 400, 700]),
+        )
+
+
+def random_texts(rng: random.Random) -> list[str]:
+    texts = []
+    for _ in range(rng.randint(0, 3)):
+        words = rng.sample(WORDS, rng.randint(0, 5)) + rng.sample(SYMPTOMS, rng.randint(0, 2))
+        rng.shuffle(words)
+        texts.append(" ".join(words).upper() if rng.random() < 0.2 else " ".join(words))
+    return texts
+
+
+PARAMS = [
+    {},  # the seed's numbers: one shared tag of one or two context tags reaches floor − W_DECAY
+    {"LESSON_RECALL_W_TAG": 0.9, "LESSON_RECALL_FLOOR": 0.5},  # one tag of several reaches it
+    {"LESSON_RECALL_W_TAG": 0.3, "LESSON_RECALL_W_SYMPTOM": 0.6},  # tags need help from symptoms
+    {"LESSON_RECALL_FLOOR": 0.15},  # below W_DECAY: every lesson can reach the floor
+    {"LESSON_RECALL_TOP_K": 10, "LESSON_RECALL_BUDGET_TOKENS": 1000},
+]
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("overrides", PARAMS)
+def test_the_snapshot_decides_as_the_recall_statement(course, other_course, settings, overrides):
+    for name, value in overrides.items():
+        setattr(settings, name, value)
+    rng = random.Random(20261203)
+    random_library(rng, course, other_course)
+    library = library_load(course.pk)
+    params = RecallParams.from_settings()
+    today = timezone.localdate()
+    recalled_any = 0
+
+    for _ in range(120):
+        tags = rng.sample(TAGS, rng.randint(0, 6))
+        texts = random_texts(rng)
+        statement = lessons_recall(
+            course_ids=[course.pk], tags=tags, texts=texts, with_counts=False, lines=False
+        )
+        snapshot = library_recall(library, tags=tags, texts=texts, today=today, params=params)
+
+        assert snapshot.context == statement.context
+        assert [(s.row.id, s.score, s.components) for s in snapshot.recalled] == [
+            (s.row.id, s.score, s.components) for s in statement.recalled
+        ]
+        assert snapshot.cut_relevant == statement.cut_relevant
+        recalled_any += bool(statement.recalled)
+    assert recalled_any > 30  # the contexts do recall
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("volume", [1, 2000])
+def test_a_warm_preview_reads_the_scope_versions_and_no_lesson(
+    course, task, student_client, django_capture_on_commit_callbacks, volume
+):
+    from tests.lessons.conftest import bulk_lessons
+
+    def library():
+        bulk_lessons(course, volume)
+        bulk_lessons(course, 2, tags=TASK_TAGS)
+        lessons_changed(course.pk)  # bulk_create sends no signal
+
+    committed(django_capture_on_commit_callbacks, library)
+    open_session(student_client, task)
+
+    with CaptureQueriesContext(connection) as cold:
+        first = task_context(student_client, task, "what now?")
+    with CaptureQueriesContext(connection) as warm:
+        second = task_context(student_client, task, "what now?")
+
+    assert len(cold) == CONTEXT_GET_QUERIES + 1 and len(lessons_queries(cold)) == 1  # the snapshot's load
+    assert len(warm) == CONTEXT_GET_QUERIES and lessons_queries(warm) == []
+    assert any('"tutor_scopeversion"' in q["sql"] for q in warm.captured_queries)
+    assert second["lessons"] == first["lessons"] and len(recalled(second)) == 2
+
+
+@pytest.mark.django_db
+def test_another_process_change_is_seen_once_its_version_is_written(
+    course, task, student_client, django_capture_on_commit_callbacks
+):
+    lesson = committed(django_capture_on_commit_callbacks, lambda: make_lesson(course=course, tags=TASK_TAGS))
+    assert recalled(task_context(student_client, task)) == [str(lesson.pk)]
+
+    # Another process quarantines it: its rows change, this process hears nothing ...
+    Lesson.objects.filter(pk=lesson.pk).update(status=LessonStatus.QUARANTINED)
+    assert recalled(task_context(student_client, task)) == [str(lesson.pk)]  # the snapshot answered
+
+    # ... until that process writes the scope's new version after its commit.
+    ScopeVersion.objects.update_or_create(
+        key=scope_key("lessons", course.pk), defaults={"version": 7, "changed_at": timezone.now()}
+    )
+    assert recalled(task_context(student_client, task)) == []
+
+
+@pytest.mark.django_db
+def test_a_global_lessons_version_counts_for_every_course(
+    course, task, student_client, django_capture_on_commit_callbacks
+):
+    lesson = committed(django_capture_on_commit_callbacks, lambda: make_lesson(course=None, tags=TASK_TAGS))
+    assert recalled(task_context(student_client, task)) == [str(lesson.pk)]
+
+    Lesson.objects.filter(pk=lesson.pk).update(status=LessonStatus.RETIRED)
+    ScopeVersion.objects.update_or_create(
+        key=scope_key("lessons", None), defaults={"version": 3, "changed_at": timezone.now()}
+    )
+
+    assert recalled(task_context(student_client, task)) == []
+
+
+@pytest.mark.django_db
+def test_a_staff_injection_is_recalled_at_once_and_published_after_commit(
+    course, task, staff_client, student_client, django_capture_on_commit_callbacks
+):
+    pending = committed(
+        django_capture_on_commit_callbacks,
+        lambda: make_lesson(course=course, tags=TASK_TAGS, status=LessonStatus.APPROVED),
+    )
+    assert recalled(task_context(student_client, task)) == []
+    key = scope_key("lessons", course.pk)
+    before = ScopeVersion.objects.get(key=key).version
+
+    # Inside the staff request's transaction, not yet committed: this
+    # connection reads the rows themselves, and no version is written yet.
+    with django_capture_on_commit_callbacks(execute=False) as callbacks:
+        response = staff_client.post(f"/api/lessons/{pending.pk}/inject/", {}, format="json")
+        assert response.status_code == 200, response.content
+        assert recalled(task_context(student_client, task)) == [str(pending.pk)]
+        assert ScopeVersion.objects.get(key=key).version == before
+
+    for callback in callbacks:  # the commit
+        callback()
+    assert ScopeVersion.objects.get(key=key).version != before
+    with CaptureQueriesContext(connection) as reload:
+        assert recalled(task_context(student_client, task)) == [str(pending.pk)]
+    assert len(lessons_queries(reload)) == 1  # the snapshot was reloaded, not the statement run
+
+
+@pytest.mark.django_db
+def test_a_rolled_back_change_never_reaches_the_snapshot(
+    course, task, student_client, django_capture_on_commit_callbacks
+):
+    approved = committed(
+        django_capture_on_commit_callbacks,
+        lambda: make_lesson(course=course, tags=TASK_TAGS, status=LessonStatus.APPROVED),
+    )
+    assert recalled(task_context(student_client, task)) == []
+
+    class Abandoned(Exception):
+        pass
+
+    with pytest.raises(Abandoned), transaction.atomic():
+        Lesson.objects.filter(pk=approved.pk).update(status=LessonStatus.INJECTED, injected_at=timezone.now())
+        lessons_changed(course.pk)  # as lessons.services.lifecycle does
+        assert recalled(task_context(student_client, task)) == [str(approved.pk)]  # its own change
+        raise Abandoned
+
+    assert Lesson.objects.get(pk=approved.pk).status == LessonStatus.APPROVED
+    assert recalled(task_context(student_client, task)) == []
+
+
+@pytest.mark.django_db
+def test_a_first_hit_of_the_day_renews_the_snapshot_and_later_hits_do_not(
+    course, task, student_client, fake_llm, django_capture_on_commit_callbacks
+):
+    fake_llm.default = "Let's look."
+    long_ago = timezone.localdate() - timedelta(days=45)
+    lesson = committed(
+        django_capture_on_commit_callbacks,
+        lambda: make_lesson(course=course, tags=TASK_TAGS, last_hit=long_ago),
+    )
+    [item] = task_context(student_client, task)["lessons"]["recalled"]
+    assert item["components"]["decay"] == pytest.approx(0.2231, abs=1e-4)  # exp(-45/30)
+    key = scope_key("lessons", course.pk)
+    session = open_session(student_client, task)
+
+    with django_capture_on_commit_callbacks(execute=True):
+        send(student_client, session, "what now?")
+    renewed = ScopeVersion.objects.get(key=key).version
+    [item] = task_context(student_client, task)["lessons"]["recalled"]
+    assert item["components"]["decay"] == 1.0  # hit today
+    assert Lesson.objects.get(pk=lesson.pk).last_hit == timezone.localdate()
+
+    other = open_session(student_client, task, new=True)
+    with django_capture_on_commit_callbacks(execute=True):
+        send(student_client, other, "and now?")
+    assert Lesson.objects.get(pk=lesson.pk).hit_count == 2
+    assert ScopeVersion.objects.get(key=key).version == renewed  # the same day: nothing to renew
+
+
+@pytest.mark.django_db
+def test_snapshots_are_reloaded_after_their_maximum_age(
+    course, task, student_client, settings, django_capture_on_commit_callbacks
+):
+    lesson = committed(django_capture_on_commit_callbacks, lambda: make_lesson(course=course, tags=TASK_TAGS))
+    assert recalled(task_context(student_client, task)) == [str(lesson.pk)]
+    Lesson.objects.filter(pk=lesson.pk).update(status=LessonStatus.QUARANTINED)  # no version written
+
+    settings.TUTOR_SNAPSHOT_MAX_AGE = 0
+    assert recalled(task_context(student_client, task)) == []
+
+
+@pytest.mark.django_db
+def test_a_deleted_lesson_leaves_the_snapshot(
+    course, task, student_client, django_capture_on_commit_callbacks
+):
+    lesson = committed(django_capture_on_commit_callbacks, lambda: make_lesson(course=course, tags=TASK_TAGS))
+    assert recalled(task_context(student_client, task)) == [str(lesson.pk)]
+
+    committed(django_capture_on_commit_callbacks, lambda: Lesson.objects.filter(pk=lesson.pk).delete())
+
+    assert recalled(task_context(student_client, task)) == []
+    assert LIBRARIES.get(lessons_scope_keys(course.pk), course.pk).rows == ()
+
+
+@pytest.mark.django_db
+def test_many_changes_of_one_transaction_write_the_version_once(
+    course, django_capture_on_commit_callbacks, django_assert_num_queries
+):
+    committed(django_capture_on_commit_callbacks, lambda: [make_lesson(course=course) for _ in range(5)])
+
+    with django_capture_on_commit_callbacks(execute=False) as callbacks, transaction.atomic():
+        Lesson.objects.filter(course=course).delete()  # a signal per lesson
+        for _ in range(20):
+            lessons_changed(course.pk)
+
+    assert len(callbacks) == 1
+    with django_assert_num_queries(1):  # one upsert
+        callbacks[0]()
+
+
+@pytest.mark.django_db
+def test_a_change_after_a_rolled_back_one_is_still_published(course, django_capture_on_commit_callbacks):
+    class Abandoned(Exception):
+        pass
+
+    with django_capture_on_commit_callbacks(execute=False) as callbacks:
+        with pytest.raises(Abandoned), transaction.atomic():
+            lessons_changed(course.pk)
+            raise Abandoned
+        lessons_changed(course.pk)
+
+    assert len(callbacks) == 1  # the rolled-back savepoint's publication is gone, this one is not
+
+
+@concurrent_writers
+@pytest.mark.django_db(transaction=True)
+def test_two_transactions_changing_one_courses_lessons_do_not_wait_on_each_other():
+    """Each transaction moves a lesson of the same course and says so; the
+    versions are written after each commit, in a statement of their own, so
+    neither transaction holds a row the other needs (a wait fails the
+    statement, ``interleave``'s lock_timeout)."""
+    course = make_course("snapshots")
+    lessons = [make_lesson(course=course, status=LessonStatus.APPROVED) for _ in range(2)]
+
+    def injected(lesson):
+        def step():
+            Lesson.objects.filter(pk=lesson.pk).update(
+                status=LessonStatus.INJECTED, injected_at=timezone.now()
+            )
+            lessons_changed(course.pk, None)
+
+        return step
+
+    def edited(lesson):
+        return lambda: Lesson.objects.filter(pk=lesson.pk).update(title="edited")
+
+    before = {row.key: row.version for row in ScopeVersion.objects.all()}
+    errors = interleave(
+        [injected(lessons[0]), edited(lessons[0])], [injected(lessons[1]), edited(lessons[1])]
+    )
+
+    assert errors == [None, None]
+    after = {row.key: row.version for row in ScopeVersion.objects.all()}
+    assert after[scope_key("lessons", course.pk)] != before.get(scope_key("lessons", course.pk))
+    assert len(library_load(course.pk).rows) == 2
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_change_committed_after_a_rolled_back_transaction_is_published():
+    """A rolled-back transaction's mark must not stand for the next transaction's change."""
+    course = make_course("after-rollback")
+    key = scope_key("lessons", course.pk)
+
+    class Abandoned(Exception):
+        pass
+
+    with pytest.raises(Abandoned), transaction.atomic():
+        lessons_changed(course.pk)
+        raise Abandoned
+    assert not ScopeVersion.objects.filter(key=key).exists()
+
+    with transaction.atomic():
+        lessons_changed(course.pk)
+
+    assert ScopeVersion.objects.filter(key=key).exists()

@@ -1,0 +1,179 @@
+"""Snapshots of course-scoped rows, kept in each process (SPEC §10).
+
+A hot read that depends only on rows which change rarely -- a course's
+injected lessons -- is answered from a snapshot loaded once per process and
+kept while the versions of its scopes (``ScopeVersion``) are unchanged. A
+read costs one indexed query for the versions, whatever the rows' number.
+
+Writers call ``scope_changed(key)`` in the transaction of the change. After
+the commit, a new random version is written in a one-statement transaction
+of its own -- never inside the writer's: a row locked until commit by every
+writer of a course is where two writers moving rows crosswise deadlocked
+(the stage counts lessons 0005 dropped). The writing process drops its own
+snapshot at once. Until the commit the scope is *dirty* on the writer's
+connection: reads there bypass the snapshot and read the rows themselves, so
+a transaction sees its own changes and no snapshot holds a change that may
+yet roll back.
+
+Why a reader is right in every order: it reads the versions before it loads
+the rows. Having read the old version, whatever it loaded is labelled old and
+reloaded at its first read after the new version is written; it reads the
+new version only after the change committed, so its rows include it. The one
+window is between a commit and the write of the new version (one statement);
+a process dying just there leaves other processes' snapshots stale until
+``TUTOR_SNAPSHOT_MAX_AGE`` seconds, after which every snapshot is reloaded.
+"""
+
+from __future__ import annotations
+
+import secrets
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Hashable, Iterable
+from dataclasses import dataclass
+from functools import partial
+from typing import Any
+
+from django.conf import settings
+from django.db import DEFAULT_DB_ALIAS, connections, transaction
+from django.utils import timezone
+
+from tutor.models import ScopeVersion
+from tutor.prepared import PreparedQuery
+
+SNAPSHOT_MAX_AGE_SECONDS = 300
+# Snapshots one store keeps (least recently used dropped first): one per course in use.
+SNAPSHOT_MAX_ENTRIES = 256
+_DIRTY_ATTRIBUTE = "tutor_dirty_scopes"
+
+
+def scope_key(name: str, course_id) -> str:
+    """The version key of ``name``'s rows of one course, or of the global ones (``course_id`` None)."""
+    return f"{name}:{course_id if course_id is not None else 'global'}"
+
+
+def scope_versions_queryset(*, keys):
+    return ScopeVersion.objects.filter(key__in=keys).values("key", "version")
+
+
+SCOPE_VERSIONS = PreparedQuery(scope_versions_queryset, keys="str[]")
+
+
+def _dirty(connection) -> dict[str, Callable]:
+    """The scopes whose change this connection's open transaction has yet to
+    publish, each with its pending publication. A mark lasts while that
+    publication waits in the connection's commit callbacks: a commit runs
+    it (and it drops its marks), a rollback -- of the transaction or of the
+    savepoint that registered it -- discards it, and so the mark."""
+    marks = connection.__dict__.setdefault(_DIRTY_ATTRIBUTE, {})
+    if marks:
+        # Django keeps (savepoints, callback, robust) per pending callback.
+        pending = {id(entry[1]) for entry in connection.run_on_commit}
+        for key in [key for key, publish in marks.items() if id(publish) not in pending]:
+            del marks[key]
+    return marks
+
+
+def scope_changed(*keys: str, using: str = DEFAULT_DB_ALIAS) -> None:
+    """Record that the rows of ``keys`` change in the current transaction:
+    this process's snapshots of them are dropped now, and every process's
+    after the commit (a new version is written then). Called for each of
+    many rows of one transaction, the version is written once."""
+    _forget(keys)
+    connection = connections[using]
+    if not connection.in_atomic_block:
+        _publish(tuple(keys), using)
+        return
+    marks = _dirty(connection)
+    new = tuple(key for key in dict.fromkeys(keys) if key not in marks)
+    if not new:
+        return
+    publish = partial(_publish, new, using)
+    transaction.on_commit(publish, using=using, robust=True)
+    for key in new:
+        marks[key] = publish
+
+
+def _publish(keys: tuple[str, ...], using: str) -> None:
+    now = timezone.now()
+    ScopeVersion.objects.using(using).bulk_create(
+        [ScopeVersion(key=key, version=secrets.randbits(62), changed_at=now) for key in sorted(set(keys))],
+        update_conflicts=True,
+        unique_fields=["key"],
+        update_fields=["version", "changed_at"],
+    )
+    marks = _dirty(connections[using])
+    for key in keys:
+        marks.pop(key, None)
+    _forget(keys)
+
+
+@dataclass(frozen=True)
+class _Entry:
+    signature: tuple
+    loaded_at: float
+    value: Any
+
+
+_STORES: list[SnapshotStore] = []
+
+
+class SnapshotStore:
+    """Snapshots built by ``load(argument)``, one per tuple of scope keys."""
+
+    def __init__(self, name: str, load: Callable[[Any], Any]):
+        self.name = name
+        self.load = load
+        self._entries: OrderedDict[tuple, _Entry] = OrderedDict()
+        self._lock = threading.Lock()
+        _STORES.append(self)
+
+    def get(self, keys: tuple[str, ...], argument: Hashable, using: str = DEFAULT_DB_ALIAS) -> Any | None:
+        """The snapshot of ``keys`` (built by ``load(argument)``), current as of
+        this read; None when this connection's transaction changed one of the
+        scopes (the caller reads the rows themselves)."""
+        connection = connections[using]
+        if not _dirty(connection).keys().isdisjoint(keys):
+            return None
+        found = {row["key"]: row["version"] for row in SCOPE_VERSIONS.rows(using, keys=list(keys))}
+        signature = tuple(found.get(key, 0) for key in keys)
+        now = time.monotonic()
+        with self._lock:
+            entry = self._entries.get(keys)
+            if entry is not None and entry.signature == signature and now - entry.loaded_at < _max_age():
+                self._entries.move_to_end(keys)
+                return entry.value
+        value = self.load(argument)
+        with self._lock:
+            self._entries[keys] = _Entry(signature, now, value)
+            self._entries.move_to_end(keys)
+            while len(self._entries) > SNAPSHOT_MAX_ENTRIES:
+                self._entries.popitem(last=False)
+        return value
+
+    def forget(self, keys: Iterable[str] | None = None) -> None:
+        """Drop the snapshots that depend on any of ``keys`` (None: all)."""
+        with self._lock:
+            if keys is None:
+                self._entries.clear()
+                return
+            wanted = set(keys)
+            for entry_keys in [k for k in self._entries if wanted.intersection(k)]:
+                del self._entries[entry_keys]
+
+
+def _max_age() -> float:
+    return float(getattr(settings, "TUTOR_SNAPSHOT_MAX_AGE", SNAPSHOT_MAX_AGE_SECONDS))
+
+
+def _forget(keys: Iterable[str]) -> None:
+    keys = tuple(keys)
+    for store in _STORES:
+        store.forget(keys)
+
+
+def forget_all() -> None:
+    """Drop every snapshot of this process (tests: rows roll back between them)."""
+    for store in _STORES:
+        store.forget()
