@@ -183,31 +183,9 @@ class RecallResult:
         return self.reached.get(Decision.TOP_K, 0) + self.reached.get(Decision.BUDGET, 0)
 
 
-def _share(have: frozenset[str], wanted: tuple[str, ...]) -> float:
-    return len(have.intersection(wanted)) / len(wanted) if wanted else 0.0
-
-
-def relevance(row: LessonRow, ctx: RecallContext, params: RecallParams) -> float:
-    """The tag and symptom parts of the score."""
-    return params.w_tag * _share(row.tags, ctx.tags) + params.w_symptom * _share(row.symptoms, ctx.symptoms)
-
-
-def can_reach_floor(row: LessonRow, ctx: RecallContext, params: RecallParams) -> bool:
-    # In floats too: decay <= 1.0, so score = relevance + w_decay*decay <= relevance + w_decay.
-    return relevance(row, ctx, params) + params.w_decay >= params.floor
-
-
 def age_days(row: LessonRow, today: date) -> int:
     reference = row.last_hit or row.injected_on or today
     return max((today - reference).days, 0)
-
-
-def score(row: LessonRow, ctx: RecallContext, params: RecallParams) -> Scored:
-    tag = _share(row.tags, ctx.tags)
-    symptom = _share(row.symptoms, ctx.symptoms)
-    decay = math.exp(-age_days(row, ctx.today) / params.decay_days)
-    total = params.w_tag * tag + params.w_symptom * symptom + params.w_decay * decay
-    return Scored(row=row, score=total, components={"tag": tag, "symptom": symptom, "decay": decay})
 
 
 def filter_decision(row: LessonRow, today: date) -> str | None:
@@ -302,14 +280,26 @@ def recall(
     """
     filtered: list[tuple[LessonRow, str]] = []
     candidates: list[Scored] = []
+    # Step 2 (the score), each share computed once per row; a lesson whose
+    # tag and symptom parts plus the largest decay part stay below the floor
+    # is not scored.
+    ctx_tags, ctx_symptoms = frozenset(ctx.tags), frozenset(ctx.symptoms)
+    n_tags, n_symptoms = len(ctx.tags), len(ctx.symptoms)
+    w_tag, w_symptom, w_decay, floor = params.w_tag, params.w_symptom, params.w_decay, params.floor
     for row in rows:
-        if not can_reach_floor(row, ctx, params):
-            continue  # counted from the totals
+        tag = len(row.tags & ctx_tags) / n_tags if n_tags else 0.0
+        symptom = len(row.symptoms & ctx_symptoms) / n_symptoms if n_symptoms else 0.0
+        if w_tag * tag + w_symptom * symptom + w_decay < floor:
+            continue  # cannot reach the floor: counted from the totals
         decision = filter_decision(row, ctx.today)
         if decision is not None:
             filtered.append((row, decision))
-        else:
-            candidates.append(score(row, ctx, params))
+            continue
+        decay = math.exp(-age_days(row, ctx.today) / params.decay_days)
+        total = w_tag * tag + w_symptom * symptom + w_decay * decay
+        candidates.append(
+            Scored(row=row, score=total, components={"tag": tag, "symptom": symptom, "decay": decay})
+        )
     candidates.sort(key=lambda s: (-s.score, str(s.row.id)))
     recalled, used = apply_brakes(candidates, params)
 
