@@ -3,9 +3,11 @@
 Four providers take tutor's slots: ``facts`` (course facts relevant to the
 message or task), ``preferences`` (the student's own), ``memories`` (the
 student's own corrections: this session's, then user memory by relevance)
-and ``process_rules`` (approved rules of the course). Together they run three
+and ``process_rules`` (approved rules of the course). Together they run two
 queries whatever the volume (SPEC §10: preferences and memories share one,
-through ``ContextRequest.shared``); each keeps within its count and character
+through ``ContextRequest.shared``; facts and process rules come from the
+course's snapshot, ``corrections.course_snapshot``, whose version they read
+once); each keeps within its count and character
 budget, reports what it left out, and fences its data: a correction is a
 student's words, never an instruction the tutor follows unfenced. The
 message is tokenized once per request, the task text once per process.
@@ -21,6 +23,13 @@ from abc import abstractmethod
 from django.utils import timezone
 
 from corrections.conf import setting
+from corrections.course_snapshot import (
+    COURSE_FACTS,
+    CourseFacts,
+    corrections_scope_keys,
+    facts_from_snapshot,
+    rules_from_snapshot,
+)
 from corrections.injection import Selection, facts_relevant, memory_for_context, process_rules_for_context
 from corrections.models import CorrectionType, FactStatus, MemoryTier
 from corrections.relevance import task_query_tokens
@@ -131,6 +140,18 @@ def message_tokens(request: ContextRequest) -> list[str]:
     return shared["corrections.message_tokens"]
 
 
+def course_facts(request: ContextRequest) -> CourseFacts | None:
+    """The course's facts and rules snapshot, its version read once for both
+    sections; None inside a transaction that changed them (the statements run)."""
+    shared = request.shared
+    if "corrections.course" not in shared:
+        course_id = request.task.course_id
+        shared["corrections.course"] = COURSE_FACTS.get(
+            corrections_scope_keys(course_id), course_id, request.snapshot_versions
+        )
+    return shared["corrections.course"]
+
+
 def memory(request: ContextRequest) -> tuple[Selection, Selection]:
     """The preferences and memories sections' rows, read once for both."""
     shared = request.shared
@@ -159,6 +180,15 @@ class FactsSection(BudgetedSection):
 
     def rows(self, request, limit):
         task = request.task
+        snapshot = course_facts(request)
+        if snapshot is not None:
+            return facts_from_snapshot(
+                snapshot,
+                task_id=task.pk,
+                message_tokens=message_tokens(request),
+                now=timezone.now(),
+                limit=limit,
+            )
         return facts_relevant(
             course_id=task.course_id,
             task_id=task.pk,
@@ -167,6 +197,9 @@ class FactsSection(BudgetedSection):
             now=timezone.now(),
             limit=limit,
         )
+
+    def snapshot_keys(self, request):
+        return corrections_scope_keys(request.task.course_id)
 
     def line(self, fact, item_chars):
         statement, was_cut = cut(_one_line(fact["statement"]), item_chars)
@@ -201,7 +234,13 @@ class ProcessRulesSection(BudgetedSection):
     count_setting = "CORRECTIONS_INJECT_MAX_PROCESS_RULES"
 
     def rows(self, request, limit):
+        snapshot = course_facts(request)
+        if snapshot is not None:
+            return rules_from_snapshot(snapshot, limit=limit)
         return process_rules_for_context(course_id=request.task.course_id, limit=limit)
+
+    def snapshot_keys(self, request):
+        return corrections_scope_keys(request.task.course_id)
 
     def line(self, rule, item_chars):
         text, was_cut = cut(_one_line(rule["statement"]), item_chars)

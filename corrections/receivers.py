@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from django.db import transaction
-from django.db.models.signals import post_save
+from django.db.models.signals import post_delete, post_save
 
 from tutor.models import Task, TutorMessage
 from tutor.signals import user_message_handled
@@ -48,9 +48,24 @@ def index_task(sender, instance, created, raw, update_fields=None, **kwargs) -> 
     task_index(task=instance, created=created)
 
 
+def course_rows_saved_or_deleted(sender, *, instance, **kwargs) -> None:
+    """A fact or process rule saved (created, edited in the admin) or deleted
+    changes its course's snapshot (``corrections.course_snapshot``); the
+    services' UPDATEs of a fact say so themselves."""
+    from corrections.course_snapshot import corrections_changed
+
+    corrections_changed(instance.course_id)
+
+
 def connect_receivers() -> None:
+    from corrections.models import Fact, ProcessRule
+
     post_save.connect(
         keep_detection_pending, sender=TutorMessage, dispatch_uid="corrections.keep_detection_pending"
     )
     user_message_handled.connect(enqueue_detection, dispatch_uid="corrections.enqueue_detection")
     post_save.connect(index_task, sender=Task, dispatch_uid="corrections.index_task")
+    for model in (Fact, ProcessRule):
+        uid = f"corrections.snapshot.{model._meta.model_name}"
+        post_save.connect(course_rows_saved_or_deleted, sender=model, dispatch_uid=f"{uid}.saved")
+        post_delete.connect(course_rows_saved_or_deleted, sender=model, dispatch_uid=f"{uid}.deleted")

@@ -33,7 +33,7 @@ from django.utils import timezone
 from lessons.models import Lesson, LessonStatus
 from lessons.recall import LessonRow, RecallContext, RecallParams, RecallResult, recall
 from lessons.selectors import _SQL_SLACK, _probe, _recall_query, _row, _scope, _tag_reach, lessons_recall
-from tutor.snapshots import SnapshotStore, scope_changed, scope_key
+from tutor.snapshots import SnapshotStore, Versions, scope_changed, scope_key
 
 LESSONS_SCOPE = "lessons"
 # Tag sets of tasks whose candidates one snapshot remembers (a task's tags are fixed).
@@ -147,11 +147,13 @@ def library_recall(
     return recall(rows, None, ctx, params, lines=False)
 
 
-def lessons_preview_recall(*, course_id, tags, texts: list[str]) -> RecallResult:
+def lessons_preview_recall(
+    *, course_id, tags, texts: list[str], versions: Versions | None = None
+) -> RecallResult:
     """Recall for a context preview of a task of ``course_id`` (SPEC §6):
     from the scope's snapshot, or -- inside a transaction that changed the
     scope -- by the statement itself."""
-    library = LIBRARIES.get(lessons_scope_keys(course_id), course_id)
+    library = LIBRARIES.get(lessons_scope_keys(course_id), course_id, versions)
     if library is None:
         return lessons_recall(course_ids=[course_id], tags=tags, texts=texts, with_counts=False, lines=False)
     return library_recall(

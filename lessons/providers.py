@@ -11,7 +11,7 @@ recalled lessons only; the trace -- with the titles of lessons not recalled
 
 from __future__ import annotations
 
-from lessons.library import lessons_preview_recall
+from lessons.library import lessons_preview_recall, lessons_scope_keys
 from lessons.recall import recalled_item
 from lessons.selectors import lessons_recall
 from lessons.services.usage import recall_record
@@ -57,7 +57,10 @@ class LessonsSection(SectionProvider):
         # stores, and reads which lessons its session already used.
         if request.preview:
             result = lessons_preview_recall(
-                course_id=request.task.course_id, tags=request.task.tags or [], texts=symptom_texts(request)
+                course_id=request.task.course_id,
+                tags=request.task.tags or [],
+                texts=symptom_texts(request),
+                versions=request.snapshot_versions,
             )
         else:
             result = lessons_recall(
@@ -79,6 +82,9 @@ class LessonsSection(SectionProvider):
             data=[recalled_item(s) for s in result.recalled],
             state=result,
         )
+
+    def snapshot_keys(self, request: ContextRequest) -> tuple[str, ...]:
+        return lessons_scope_keys(request.task.course_id) if request.preview else ()
 
     def after_send(self, request: ContextRequest, section: Section) -> None:
         """The stored trace, hit counts and promotion of a real send."""

@@ -74,3 +74,18 @@ def _fresh_cache():
     yield
     cache.clear()
     forget_all()
+
+
+@pytest.fixture(params=["in_transaction", "committed"])
+def snapshot_path(request, monkeypatch):
+    """Runs a test twice (``tutor.snapshots``): as it is -- a test's writes stay
+    in its transaction, so the scopes it changed are read by the statements
+    themselves -- and as if each write had committed when made, so every
+    context read goes through the process's snapshots and is kept right by
+    the drops the writes make (a write path that forgets to say what it
+    changed leaves a stale snapshot, and the test's assertions fail)."""
+    if request.param == "committed":
+        from tutor import snapshots
+
+        monkeypatch.setattr(snapshots, "_dirty", lambda connection: {})
+    return request.param

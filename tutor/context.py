@@ -12,13 +12,14 @@ the history length, in a fresh session, and after a page reload.
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from feedback.block import feedback_block
 from feedback.selectors import select_feedback
 from tutor.history import select_history
 from tutor.models import Task
 from tutor.providers import ContextRequest, Section, SectionProvider, providers
+from tutor.snapshots import read_versions
 
 BASE_TUTOR_RULES = """You are the tutor of a project-based course. Help the student make progress on the
 task below by asking and explaining, not by doing the work for them.
@@ -70,7 +71,11 @@ def assemble_context(
         feedback=selection,
         feedback_block=feedback_block(selection),
     )
-    built = [(provider, provider.build(request)) for provider in providers()]
+    ordered = providers()
+    keys = [key for provider in ordered for key in provider.snapshot_keys(request)]
+    if keys:
+        request = replace(request, snapshot_versions=read_versions(keys))
+    built = [(provider, provider.build(request)) for provider in ordered]
     system = "\n\n".join([BASE_TUTOR_RULES] + [section.text for _, section in built if section.text])
     history, history_omitted = select_history(earlier, message)
     messages = [{"role": "system", "content": system}]

@@ -55,6 +55,9 @@ class ContextRequest:
     # Providers of one app may share a read through this dict (one query for
     # two sections); it lives for one assembly.
     shared: dict = field(default_factory=dict, compare=False)
+    # The versions of every provider's snapshot scopes (``snapshot_keys``), read
+    # in one query before the sections are built (``tutor.snapshots``).
+    snapshot_versions: Any = field(default=None, compare=False)
 
 
 @dataclass
@@ -97,6 +100,11 @@ class SectionProvider(ABC):
     @abstractmethod
     def build(self, request: ContextRequest) -> Section:
         """This section for ``request``; at most one query (SPEC §10)."""
+
+    def snapshot_keys(self, request: ContextRequest) -> tuple[str, ...]:
+        """The scopes whose snapshots ``build`` reads (``tutor.snapshots``):
+        the assembler reads all providers' versions in one query."""
+        return ()
 
     def after_send(self, request: ContextRequest, section: Section) -> None:  # noqa: B027
         """Effects of a real send; the default has none."""

@@ -110,6 +110,26 @@ def _publish(keys: tuple[str, ...], using: str) -> None:
 
 
 @dataclass(frozen=True)
+class Versions:
+    """The versions of ``keys`` as one query read them (a scope without a row: 0)."""
+
+    keys: frozenset[str]
+    found: dict[str, int]
+
+    def signature(self, keys: tuple[str, ...]) -> tuple[int, ...]:
+        return tuple(self.found.get(key, 0) for key in keys)
+
+
+def read_versions(keys, using: str = DEFAULT_DB_ALIAS) -> Versions:
+    """The versions of ``keys``, in one query (none for no keys). A scope
+    this connection's transaction changed is not read: its rows are."""
+    dirty = _dirty(connections[using])
+    keys = sorted(key for key in set(keys) if key not in dirty)
+    rows = SCOPE_VERSIONS.rows(using, keys=keys) if keys else []
+    return Versions(keys=frozenset(keys), found={row["key"]: row["version"] for row in rows})
+
+
+@dataclass(frozen=True)
 class _Entry:
     signature: tuple
     loaded_at: float
@@ -129,15 +149,24 @@ class SnapshotStore:
         self._lock = threading.Lock()
         _STORES.append(self)
 
-    def get(self, keys: tuple[str, ...], argument: Hashable, using: str = DEFAULT_DB_ALIAS) -> Any | None:
+    def get(
+        self,
+        keys: tuple[str, ...],
+        argument: Hashable,
+        versions: Versions | None = None,
+        using: str = DEFAULT_DB_ALIAS,
+    ) -> Any | None:
         """The snapshot of ``keys`` (built by ``load(argument)``), current as of
-        this read; None when this connection's transaction changed one of the
-        scopes (the caller reads the rows themselves)."""
+        ``versions`` -- read by the caller for several stores at once, before
+        this call -- or of a read of its own; None when this connection's
+        transaction changed one of the scopes (the caller reads the rows
+        themselves)."""
         connection = connections[using]
         if not _dirty(connection).keys().isdisjoint(keys):
             return None
-        found = {row["key"]: row["version"] for row in SCOPE_VERSIONS.rows(using, keys=list(keys))}
-        signature = tuple(found.get(key, 0) for key in keys)
+        if versions is None or not versions.keys.issuperset(keys):
+            versions = read_versions(keys, using)
+        signature = versions.signature(keys)
         now = time.monotonic()
         with self._lock:
             entry = self._entries.get(keys)

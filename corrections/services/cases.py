@@ -24,6 +24,7 @@ from django.db.models import F, Q
 from django.utils import timezone
 
 from corrections.conf import setting
+from corrections.course_snapshot import corrections_changed
 from corrections.models import (
     CURRENT_FACT_STATUSES,
     CaseKind,
@@ -280,6 +281,7 @@ def case_reject(*, case: CorrectionCase, staff, reason: str) -> CorrectionCase:
         Fact.objects.filter(pk=case.active_fact_id, status__in=CURRENT_FACT_STATUSES).update(
             confirmed_at=timezone.now()
         )
+        corrections_changed(case.course_id)
     return case
 
 

@@ -16,6 +16,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from corrections.conf import setting
+from corrections.course_snapshot import corrections_changed
 from corrections.models import Fact, FactStatus, FactSupporter
 from corrections.services.relevance import facts_index
 from corrections.text import topic_key
@@ -88,6 +89,7 @@ def fact_transition(
     changed = Fact.objects.filter(pk=fact.pk, status__in=list(from_states)).update(status=to_state, **fields)
     if changed != 1:
         return False
+    corrections_changed(fact.course_id)
     fact.refresh_from_db()
     audit_record(
         actor=actor,
@@ -111,6 +113,7 @@ def fact_support(*, fact: Fact, user, correction, now: datetime) -> bool:
     except IntegrityError:
         return False
     Fact.objects.filter(pk=fact.pk).update(supporter_count=F("supporter_count") + 1, confirmed_at=now)
+    corrections_changed(fact.course_id)
     fact.refresh_from_db(fields=["supporter_count", "confirmed_at", "status"])
     if fact.status == FactStatus.PROPOSED and fact.supporter_count >= setting("CORRECTIONS_MIN_SUPPORTERS"):
         fact_transition(
@@ -131,6 +134,7 @@ def fact_set_pinned(*, fact: Fact, staff, pinned: bool, reason: str = "") -> Fac
     if fact.status == FactStatus.SUPERSEDED:
         raise Conflict("a superseded fact is history; it cannot be pinned")
     Fact.objects.filter(pk=fact.pk).update(pinned=pinned, confirmed_at=timezone.now())
+    corrections_changed(fact.course_id)
     fact.refresh_from_db()
     audit_record(
         actor=staff,

@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterable
 from django.db import transaction
 from django.db.models import Count, Max
 
+from corrections.course_snapshot import corrections_changed
 from corrections.models import Fact, FactKey, FactToken, TaskFactOverlap, TaskToken
 from corrections.relevance import reach, task_query_tokens
 from corrections.text import token_keys
@@ -38,6 +39,7 @@ def facts_index(*, facts: Iterable[Fact]) -> None:
     for fact in facts:
         by_course[fact.course_id].append(fact)
     for course_id, course_facts in by_course.items():
+        corrections_changed(course_id)
         FactToken.objects.bulk_create(
             FactToken(fact=fact, course_id=course_id, token=token, token_count=fact.token_count)
             for fact in course_facts
@@ -82,6 +84,7 @@ def task_index(*, task: Task, created: bool = False) -> bool:
             return False
         TaskToken.objects.filter(task=task).delete()
         TaskFactOverlap.objects.filter(task=task).delete()
+    corrections_changed(task.course_id)
     TaskToken.objects.bulk_create(TaskToken(task=task, course_id=task.course_id, token=t) for t in tokens)
     if tokens:
         per_fact = (
@@ -122,6 +125,7 @@ def relevance_rebuild(*, courses=None, progress: Callable[[str, int, int], None]
             FactKey.objects.filter(course_id=course_id).delete()
             TaskToken.objects.filter(course_id=course_id).delete()
             TaskFactOverlap.objects.filter(task__course_id=course_id).delete()
+            corrections_changed(course_id)
             # Tasks first: the facts' overlaps are then found from their tokens.
             tasks = list(Task.objects.filter(course_id=course_id))
             for task in tasks:

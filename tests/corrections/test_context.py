@@ -11,9 +11,12 @@ from corrections.bench import bulk_facts, bulk_memories
 from corrections.models import CorrectionCase, Fact, MemoryItem, ProcessRule
 from corrections.services.cases import case_dispute
 from tests.corrections.conftest import RAINFALL_500, RAINFALL_630, RAINFALL_QUESTION
-from tests.tutor.test_context import CONTEXT_GET_QUERIES, DETECTION_QUERIES, MESSAGE_POST_QUERIES
+from tests.tutor.test_context import DETECTION_QUERIES, query_budget
 
 RAINFALL = ["北京", "年均", "降雨量"]
+# Every test twice: the course's rows read inside the test's transaction, and
+# through this process's snapshots as if each write had committed (tests.conftest).
+pytestmark = pytest.mark.usefixtures("snapshot_path")
 
 
 @pytest.mark.django_db
@@ -172,42 +175,40 @@ def seed_volume(course, student, n: int) -> None:
     )
 
 
-# The whole turn's counts, each statement named where they are defined: the
-# corrections providers' 3 (facts; preferences and memories in one statement;
-# process rules) among them, and the detection task's read of the message.
 # POST …/messages/ with a correction that conflicts with the course fact, the
-# costliest route: the queries of the turn, then the detection task.
-CONFLICT_POST_QUERIES = (
-    MESSAGE_POST_QUERIES
-    - DETECTION_QUERIES
-    + sum(
-        {
-            "the message's text (a candidate), the message with its session, the assistant's previous one": 3,
-            "earlier corrections: of this message, with the same words": 2,
-            "the rate limit's count": 1,
-            "savepoint, INSERT the correction": 2,
-            "lock the course, the fact on the topic, the undecided case": 3,
-            "savepoint, INSERT the case, release": 3,
-            "the proposal; savepoint, INSERT it, release": 4,
-            "savepoint, INSERT the supporter, release; its counter": 4,
-            "user memory: the same statement, the same topic; INSERT it and its tokens": 4,
-            "UPDATE the correction's tiers and links, release": 2,
-            "DELETE the message's outbox row": 1,
-        }.values()
-    )
+# costliest route: the queries of the turn (tests.tutor.test_context), then
+# the detection task's, each statement named.
+CONFLICT_DETECTION_QUERIES = sum(
+    {
+        "the message's text (a candidate), the message with its session, the assistant's previous one": 3,
+        "earlier corrections: of this message, with the same words": 2,
+        "the rate limit's count": 1,
+        "savepoint, INSERT the correction": 2,
+        "lock the course, the fact on the topic, the undecided case": 3,
+        "savepoint, INSERT the case, release": 3,
+        "the proposal; savepoint, INSERT it, release": 4,
+        "savepoint, INSERT the supporter, release; its counter": 4,
+        "user memory: the same statement, the same topic; INSERT it and its tokens": 4,
+        "UPDATE the correction's tiers and links, release": 2,
+        "DELETE the message's outbox row": 1,
+    }.values()
 )
+
+
+def conflict_post_queries(snapshot_path: str) -> int:
+    return query_budget("message", snapshot_path) - DETECTION_QUERIES + CONFLICT_DETECTION_QUERIES
 
 
 @pytest.mark.django_db
 @pytest.mark.parametrize("volume", [1, 2000])
 def test_context_preview_queries_do_not_grow_with_facts_and_memories(
-    task, student, chat_for, django_assert_num_queries, volume
+    task, student, chat_for, django_assert_num_queries, volume, snapshot_path
 ):
     seed_volume(task.course, student, volume)
     chat = chat_for(student)
-    chat.context(RAINFALL_QUESTION)  # this process's snapshot of the course's lessons
+    chat.context(RAINFALL_QUESTION)  # this process's snapshots of the course
 
-    with django_assert_num_queries(CONTEXT_GET_QUERIES):
+    with django_assert_num_queries(query_budget("context", snapshot_path)):
         preview = chat.context(RAINFALL_QUESTION)
 
     assert preview["facts"][0]["statement"] == "北京年均降雨量约 630mm"
@@ -217,12 +218,13 @@ def test_context_preview_queries_do_not_grow_with_facts_and_memories(
 @pytest.mark.django_db
 @pytest.mark.parametrize("volume", [1, 2000])
 def test_message_queries_do_not_grow_with_facts_and_memories(
-    task, student, chat_for, django_assert_num_queries, volume
+    task, student, chat_for, django_assert_num_queries, volume, snapshot_path
 ):
     seed_volume(task.course, student, volume)
     chat = chat_for(student)
+    chat.context(RAINFALL_QUESTION)  # this process's snapshots of the course
 
-    with django_assert_num_queries(MESSAGE_POST_QUERIES):
+    with django_assert_num_queries(query_budget("message", snapshot_path)):
         chat.send("what now?")
 
     assert "北京年均降雨量约 630mm" not in chat.last_system  # not relevant to "what now?"
@@ -231,13 +233,13 @@ def test_message_queries_do_not_grow_with_facts_and_memories(
 @pytest.mark.django_db
 @pytest.mark.parametrize("volume", [1, 2000])
 def test_a_conflicting_correction_costs_the_same_queries_at_any_volume(
-    task, student, chat_for, django_assert_num_queries, volume
+    task, student, chat_for, django_assert_num_queries, volume, snapshot_path
 ):
     seed_volume(task.course, student, volume)
     chat = chat_for(student)
     chat.send(RAINFALL_QUESTION, reply=RAINFALL_630)
 
-    with django_assert_num_queries(CONFLICT_POST_QUERIES):
+    with django_assert_num_queries(conflict_post_queries(snapshot_path)):
         chat.send("实际上北京年均降雨量是 580mm")
 
     assert CorrectionCase.objects.get().proposals.get().supporter_count == 1

@@ -22,6 +22,7 @@ from django.utils import timezone
 
 from corrections.bench import bulk_facts
 from corrections.conf import setting
+from corrections.course_snapshot import course_facts_load, facts_from_snapshot, rules_from_snapshot
 from corrections.injection import (
     FACTS,
     KEYED_MESSAGE_TOKENS,
@@ -108,6 +109,7 @@ def expected_facts(course, task: Task, message: str, limit: int) -> tuple[list, 
 
 
 def selected_facts(task: Task, message: str, limit: int) -> tuple[list, int]:
+    """The facts the statement selects."""
     cap = setting("CORRECTIONS_QUERY_MAX_TOKENS")
     selection = facts_relevant(
         course_id=task.course_id,
@@ -120,9 +122,42 @@ def selected_facts(task: Task, message: str, limit: int) -> tuple[list, int]:
     return [row["id"] for row in selection.rows], selection.total
 
 
+def snapshot_facts(task: Task, message: str, limit: int) -> tuple[list, int]:
+    """The facts the course's snapshot selects (corrections.course_snapshot),
+    with the rows the statement returns for them."""
+    cap = setting("CORRECTIONS_QUERY_MAX_TOKENS")
+    selection = facts_from_snapshot(
+        course_facts_load(task.course_id),
+        task_id=task.pk,
+        message_tokens=query_tokens(message, cap),
+        now=timezone.now(),
+        limit=limit,
+    )
+    ids = [row["id"] for row in selection.rows]
+    statement = {row["id"]: row for row in statement_rows(task, message, limit)}
+    assert [statement[i] for i in ids] == selection.rows  # the same columns and values
+    return ids, selection.total
+
+
+def statement_rows(task: Task, message: str, limit: int) -> list[dict]:
+    cap = setting("CORRECTIONS_QUERY_MAX_TOKENS")
+    return facts_relevant(
+        course_id=task.course_id,
+        task_id=task.pk,
+        message_tokens=query_tokens(message, cap),
+        has_task_tokens=bool(task_query_tokens(task)),
+        now=timezone.now(),
+        limit=limit,
+    ).rows
+
+
+SELECTORS = [pytest.param(selected_facts, id="statement"), pytest.param(snapshot_facts, id="snapshot")]
+
+
 @pytest.mark.django_db
+@pytest.mark.parametrize("select", SELECTORS)
 @pytest.mark.parametrize("min_tokens", [1, 2, 3])
-def test_facts_are_those_the_rule_picks_at_any_min_tokens(settings, min_tokens):
+def test_facts_are_those_the_rule_picks_at_any_min_tokens(settings, min_tokens, select):
     settings.CORRECTIONS_INJECT_MIN_TOKENS = min_tokens
     rng = random.Random(7 + min_tokens)
     course = random_course(rng, f"facts-{min_tokens}")
@@ -134,7 +169,7 @@ def test_facts_are_those_the_rule_picks_at_any_min_tokens(settings, min_tokens):
         # Short messages are looked up by their keys, long ones by the token index.
         message = " ".join(words(rng, 0, 3)) if rng.random() < 0.7 else " ".join(WORDS + ["more"] * 3)
         limit = rng.randint(1, 8)
-        assert selected_facts(task, message, limit) == expected_facts(course, task, message, limit), (
+        assert select(task, message, limit) == expected_facts(course, task, message, limit), (
             task.goal,
             task.materials,
             message,
@@ -145,17 +180,19 @@ def test_facts_are_those_the_rule_picks_at_any_min_tokens(settings, min_tokens):
 
 
 @pytest.mark.django_db
-def test_a_topic_that_repeats_a_token_is_never_relevant(task):
+@pytest.mark.parametrize("select", SELECTORS)
+def test_a_topic_that_repeats_a_token_is_never_relevant(task, select):
     bulk_facts(task.course, [(["alpha", "alpha"], "repeats alpha"), (["alpha", "bravo"], "alpha and bravo")])
 
-    assert selected_facts(task, "alpha bravo", 8) == expected_facts(task.course, task, "alpha bravo", 8)
-    assert [Fact.objects.get(pk=pk).statement for pk in selected_facts(task, "alpha bravo", 8)[0]] == [
+    assert select(task, "alpha bravo", 8) == expected_facts(task.course, task, "alpha bravo", 8)
+    assert [Fact.objects.get(pk=pk).statement for pk in select(task, "alpha bravo", 8)[0]] == [
         "alpha and bravo"
     ]
 
 
 @pytest.mark.django_db
-def test_a_long_message_is_looked_up_through_the_token_index_with_the_same_result(settings):
+@pytest.mark.parametrize("select", SELECTORS)
+def test_a_long_message_is_looked_up_through_the_token_index_with_the_same_result(settings, select):
     rng = random.Random(3)
     course = random_course(rng, "long-message")
     random_facts(rng, course, 80)
@@ -164,8 +201,8 @@ def test_a_long_message_is_looked_up_through_the_token_index_with_the_same_resul
     long = short + " " + " ".join(f"filler{n}" for n in range(KEYED_MESSAGE_TOKENS))
     assert len(query_tokens(long, 400)) > KEYED_MESSAGE_TOKENS
 
-    assert selected_facts(task, long, 8) == expected_facts(course, task, long, 8)
-    assert selected_facts(task, long, 8) == selected_facts(task, short, 8)
+    assert select(task, long, 8) == expected_facts(course, task, long, 8)
+    assert select(task, long, 8) == select(task, short, 8)
 
 
 def make_item(user, *, tier, kind, tokens, updated_at, session=None, expires_at=None, n=[0]):  # noqa: B006
@@ -378,6 +415,8 @@ def test_the_process_rules_statement_matches_the_orm(course, staff):
 
     assert [row["statement"] for row in rows] == ["rule 0", "rule 1"]
     assert rows[0]["matched_total"] == 3
+    snapshot = rules_from_snapshot(course_facts_load(course.pk), limit=2)
+    assert (snapshot.rows, snapshot.total) == (rows, 3)
     assert assert_matches_orm(PROCESS_RULES, course_id=uuid.uuid4(), limit=2) == []
 
 

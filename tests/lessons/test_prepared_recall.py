@@ -314,19 +314,19 @@ def test_a_later_send_in_the_same_session_writes_no_hit_again(
     course, task, student_client, fake_llm, django_assert_num_queries
 ):
     from tests.lessons.conftest import bulk_lessons
-    from tests.lessons.test_tutor_context import MESSAGE_POST_WITH_LESSONS_QUERIES, TASK_TAGS
-    from tests.tutor.test_context import DETECTION_QUERIES, MESSAGE_POST_QUERIES
+    from tests.lessons.test_tutor_context import TASK_TAGS, message_with_lessons_queries
+    from tests.tutor.test_context import DETECTION_QUERIES, query_budget
 
     fake_llm.default = "Let's look at it together."
     bulk_lessons(course, 3, tags=TASK_TAGS)
     session = open_session(student_client, task)
-    with django_assert_num_queries(MESSAGE_POST_WITH_LESSONS_QUERIES):
+    with django_assert_num_queries(message_with_lessons_queries()):
         first = send(student_client, session, "what now?").json()
 
     # MESSAGE_POST_QUERIES without the detection run on commit (-1), then
     # savepoint, RecalledLesson INSERT, release (3): the recall statement
     # already showed the three lessons used by this session.
-    with django_assert_num_queries(MESSAGE_POST_QUERIES - DETECTION_QUERIES + 3):
+    with django_assert_num_queries(query_budget("message") - DETECTION_QUERIES + 3):
         second = send(student_client, session, "and then?").json()
 
     assert second["context_meta"]["lesson_ids"] == first["context_meta"]["lesson_ids"]

@@ -23,10 +23,9 @@ from tests.factories import (
 )
 from tests.lessons.conftest import bulk_lessons, make_lesson
 from tests.tutor.test_context import (
-    CONTEXT_GET_QUERIES,
     DETECTION_QUERIES,
-    MESSAGE_POST_QUERIES,
     open_session,
+    query_budget,
     send,
     system_of,
     task_context,
@@ -34,6 +33,9 @@ from tests.tutor.test_context import (
 from tutor.coursefile import course_import, validate_course
 
 TASK_TAGS = ["javascript", "docs"]  # tests.factories.course_data
+# Every test twice: the course's rows read inside the test's transaction, and
+# through this process's snapshots as if each write had committed (tests.conftest).
+pytestmark = pytest.mark.usefixtures("snapshot_path")
 BEGIN, END = "<<<BEGIN LESSONS>>>", "<<<END LESSONS>>>"
 
 
@@ -314,16 +316,15 @@ def test_the_trace_of_a_real_send_is_stored_with_its_correlation_id_for_staff_on
 @pytest.mark.django_db
 @pytest.mark.parametrize("volume", [1, 2000])
 def test_the_context_preview_makes_one_lesson_query_whatever_the_library(
-    course, task, student, student_client, django_assert_num_queries, volume
+    course, task, student, student_client, django_assert_num_queries, volume, snapshot_path
 ):
     bulk_lessons(course, volume)  # not relevant: counted, never loaded
     bulk_lessons(course, volume, tags=TASK_TAGS, symptoms=["1 failing"])  # all candidates
     failing(student, task, "A1", reason="CI failed", evidence="1 failing")
     open_session(student_client, task)
-    task_context(student_client, task, "what now?")  # this process's snapshot of the course's lessons
+    task_context(student_client, task, "what now?")  # this process's snapshots of the course
 
-    # CONTEXT_GET_QUERIES: token, task, open session, history, feedback, lessons (1).
-    with django_assert_num_queries(CONTEXT_GET_QUERIES):
+    with django_assert_num_queries(query_budget("context", snapshot_path)):
         preview = task_context(student_client, task, "what now?")
 
     assert len(preview["lessons"]["recalled"]) == min(volume, 3)
@@ -335,19 +336,21 @@ def test_the_context_preview_makes_one_lesson_query_whatever_the_library(
 # which this test leaves uncalled: -DETECTION_QUERIES) plus, in the after-send
 # step: savepoint, RecalledLesson INSERT, LessonHit INSERT, hit_count UPDATE of
 # this trace's hits, lessons to promote, release (6).
-MESSAGE_POST_WITH_LESSONS_QUERIES = MESSAGE_POST_QUERIES - DETECTION_QUERIES + 6
+def message_with_lessons_queries(snapshot_path: str = "in_transaction") -> int:
+    return query_budget("message", snapshot_path) - DETECTION_QUERIES + 6
 
 
 @pytest.mark.django_db
 @pytest.mark.parametrize("volume", [1, 2000])
 def test_a_message_with_recalled_lessons_uses_a_constant_number_of_queries(
-    course, task, student_client, fake_model, django_assert_num_queries, volume
+    course, task, student_client, fake_model, django_assert_num_queries, volume, snapshot_path
 ):
     bulk_lessons(course, volume)
     bulk_lessons(course, max(volume, 3), tags=TASK_TAGS)
     session = open_session(student_client, task)
+    task_context(student_client, task, "what now?")  # this process's snapshots of the course
 
-    with django_assert_num_queries(MESSAGE_POST_WITH_LESSONS_QUERIES):
+    with django_assert_num_queries(message_with_lessons_queries(snapshot_path)):
         body = send(student_client, session, "what now?").json()
 
     assert len(body["context_meta"]["lesson_ids"]) == 3

@@ -1,0 +1,163 @@
+"""A course's injected facts and process rules as a snapshot kept per process
+(SPEC §5, §10; ``tutor.snapshots``).
+
+The facts and process rules sections read them from the snapshot instead of
+running their statements (``corrections.injection``) on every request: the
+request reads the course's version once, for both sections. The snapshot
+holds the course's verified and disputed facts with their topic tokens, the
+tasks' stored overlaps with them (``TaskFactOverlap``) and the approved
+process rules; what depends on the request -- the message's tokens, the TTL
+against now -- is applied per request, by the statements' own rules:
+
+- a fact is relevant when the message or the task text holds at least
+  ``needed = min(N, token_count)`` of its tokens (N =
+  CORRECTIONS_INJECT_MIN_TOKENS), counted for the message from its tokens
+  and read for the task from the stored overlap; a fact without a token
+  never is;
+- and it is pinned or confirmed within CORRECTIONS_FACT_TTL_DAYS;
+- ranked by that overlap, then by the latest confirmation, then by id.
+
+What changes a snapshot -- a fact created, moved between statuses, pinned,
+confirmed, edited or deleted, a task's overlaps written again, a process
+rule approved, edited or deleted -- calls ``corrections_changed`` in the
+transaction of the change.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+from corrections.conf import setting
+from corrections.injection import FACT_COLUMNS, KEYED_MESSAGE_TOKENS, NO_TOKEN, NOTHING, Selection
+from corrections.models import INJECTED_FACT_STATUSES, REACH_ALL, Fact, ProcessRule, TaskFactOverlap
+from corrections.text import text_keys, token_keys
+from tutor.snapshots import SnapshotStore, scope_changed, scope_key
+
+CORRECTIONS_SCOPE = "corrections"
+# Tasks (and values of N) whose contribution one snapshot remembers.
+TASK_MEMO_SIZE = 512
+
+
+def corrections_scope_keys(course_id) -> tuple[str]:
+    return (scope_key(CORRECTIONS_SCOPE, course_id),)
+
+
+def corrections_changed(*course_ids) -> None:
+    """Facts, task overlaps or process rules of these courses change in this transaction."""
+    scope_changed(*(scope_key(CORRECTIONS_SCOPE, course_id) for course_id in course_ids))
+
+
+@dataclass(frozen=True, eq=False)  # compared and hashed by identity: one object per fact
+class _Fact:
+    row: dict  # FACT_COLUMNS
+    tokens: frozenset[str]
+    token_count: int
+
+
+@dataclass(frozen=True)
+class _TaskFacts:
+    hits: dict[_Fact, int]  # fact → hits of the task text, for every fact it overlaps
+    relevant: tuple[_Fact, ...]  # those it holds ``needed`` tokens of
+
+
+@dataclass
+class CourseFacts:
+    facts: tuple[_Fact, ...]
+    by_token: dict[str, tuple[_Fact, ...]]
+    by_key: dict[str, tuple[_Fact, ...]]  # its relevance keys (``corrections.text.token_keys``)
+    # task id → (fact, hits of the task text) of the facts it overlaps
+    overlaps: dict[object, tuple[tuple[_Fact, int], ...]]
+    rules: tuple[dict, ...]  # id, statement; oldest first
+    _tasks: dict = field(default_factory=dict)
+
+    def task_facts(self, task_id, n: int) -> _TaskFacts:
+        """What the task text contributes at N = ``n``, worked out once per task."""
+        found = self._tasks.get((task_id, n))
+        if found is None:
+            pairs = self.overlaps.get(task_id, ())
+            found = _TaskFacts(
+                hits=dict(pairs),
+                relevant=tuple(fact for fact, hits in pairs if hits >= min(n, fact.token_count)),
+            )
+            if len(self._tasks) >= TASK_MEMO_SIZE:
+                self._tasks.clear()
+            self._tasks[(task_id, n)] = found
+        return found
+
+
+def course_facts_load(course_id) -> CourseFacts:
+    """Three queries: the injected facts, the tasks' overlaps with them, the process rules."""
+    facts = {}
+    by_token: dict[str, list[_Fact]] = {}
+    rows = Fact.objects.filter(course_id=course_id, status__in=INJECTED_FACT_STATUSES).values(
+        *FACT_COLUMNS, "topic_tokens", "token_count"
+    )
+    by_key: dict[str, list[_Fact]] = {}
+    for row in rows:
+        topic_tokens = row.pop("topic_tokens") or []
+        fact = _Fact(row=row, tokens=frozenset(topic_tokens), token_count=row.pop("token_count"))
+        facts[row["id"]] = fact
+        for token in fact.tokens:
+            by_token.setdefault(token, []).append(fact)
+        for key in token_keys(topic_tokens):
+            by_key.setdefault(key, []).append(fact)
+    overlaps: dict[object, list[tuple[_Fact, int]]] = {}
+    stored = TaskFactOverlap.objects.filter(task__course_id=course_id, fact_id__in=list(facts)).values_list(
+        "task_id", "fact_id", "hits"
+    )
+    if facts:
+        for task_id, fact_id, hits in stored.iterator(chunk_size=5000):
+            overlaps.setdefault(task_id, []).append((facts[fact_id], hits))
+    rules = tuple(
+        ProcessRule.objects.filter(course_id=course_id).order_by("created_at", "id").values("id", "statement")
+    )
+    return CourseFacts(
+        facts=tuple(facts.values()),
+        by_token={token: tuple(found) for token, found in by_token.items()},
+        by_key={key: tuple(found) for key, found in by_key.items()},
+        overlaps={task_id: tuple(found) for task_id, found in overlaps.items()},
+        rules=rules,
+    )
+
+
+COURSE_FACTS = SnapshotStore("corrections", course_facts_load)
+
+
+def facts_from_snapshot(
+    snapshot: CourseFacts, *, task_id, message_tokens: list[str], now: datetime, limit: int
+) -> Selection:
+    """The facts section's rows, as ``corrections.injection.facts_relevant`` selects them."""
+    if limit <= 0:
+        return NOTHING
+    n = min(setting("CORRECTIONS_INJECT_MIN_TOKENS"), REACH_ALL)
+    fresh_since = now - timedelta(days=setting("CORRECTIONS_FACT_TTL_DAYS"))
+    words = set(message_tokens) - {NO_TOKEN}
+    if n >= 2 and len(words) <= KEYED_MESSAGE_TOKENS:
+        # As the statement's key lookup: the facts holding one of the message's
+        # tokens and pairs are all that can be relevant through it at N >= 2.
+        found = {fact for key in text_keys(sorted(words)) for fact in snapshot.by_key.get(key, ())}
+    else:
+        found = {fact for token in words for fact in snapshot.by_token.get(token, ())}
+    task = snapshot.task_facts(task_id, n)
+    message_hits = {fact: len(fact.tokens & words) for fact in found}
+    candidates = set(task.relevant)
+    candidates.update(f for f, hits in message_hits.items() if hits >= max(min(n, f.token_count), 1))
+    relevant: list[tuple[int, _Fact]] = [
+        (max(message_hits.get(fact, 0), task.hits.get(fact, 0)), fact)
+        for fact in candidates
+        if fact.row["pinned"] or fact.row["confirmed_at"] >= fresh_since
+    ]
+    relevant.sort(key=lambda pair: pair[1].row["id"])
+    relevant.sort(key=lambda pair: pair[1].row["confirmed_at"], reverse=True)
+    relevant.sort(key=lambda pair: pair[0], reverse=True)
+    total = len(relevant)
+    return Selection(rows=[{**fact.row, "matched_total": total} for _, fact in relevant[:limit]], total=total)
+
+
+def rules_from_snapshot(snapshot: CourseFacts, *, limit: int) -> Selection:
+    """The process rules section's rows, as ``process_rules_for_context`` selects them."""
+    if limit <= 0:
+        return NOTHING
+    total = len(snapshot.rules)
+    return Selection(rows=[{**rule, "matched_total": total} for rule in snapshot.rules[:limit]], total=total)

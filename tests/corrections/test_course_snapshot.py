@@ -1,0 +1,131 @@
+"""The facts and process rules sections read each process's snapshot of the
+course (SPEC §5, §10; ``corrections.course_snapshot``): a warm context reads
+no fact, overlap or rule, and every committed change is seen -- by the
+writing process at once, by the others once the course's new version is
+written. (That the snapshot selects what the statements select is
+tests.corrections.test_injection's; that every context behaves alike on both
+paths, tests.corrections.test_context's.)
+
+These tests commit their writes (``transaction=True``), as a deployment does."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
+
+from corrections.bench import bulk_facts
+from corrections.models import Fact, FactStatus, ProcessRule
+from corrections.services.facts import fact_set_pinned
+from tests.factories import client_for, enroll, make_course, make_task
+from tests.tutor.test_context import CONTEXT_GET_QUERIES, open_session, task_context
+from tutor.models import Enrollment, ScopeVersion
+from tutor.snapshots import scope_key
+
+RAINFALL = ["北京", "年均", "降雨量"]
+QUESTION = "北京年均降雨量是多少？"
+CORRECTIONS_TABLES = ('"corrections_fact"', '"corrections_taskfactoverlap"', '"corrections_processrule"')
+
+
+def statements(preview: dict) -> list[str]:
+    return [item["statement"] for item in preview["facts"]]
+
+
+def corrections_queries(captured) -> list[str]:
+    return [q["sql"] for q in captured.captured_queries if any(t in q["sql"] for t in CORRECTIONS_TABLES)]
+
+
+@pytest.fixture
+def setting_up(transactional_db):
+    course = make_course("snapshot-101")
+    task = make_task(course)
+    student = enroll(course, "snapshot-student")
+    staff = enroll(course, "snapshot-staff", Enrollment.Role.STAFF)
+    client = client_for(student)
+    open_session(client, task)
+    return course, task, client, staff
+
+
+def test_a_warm_context_reads_no_fact_overlap_or_rule(setting_up):
+    course, task, client, staff = setting_up
+    bulk_facts(course, [(RAINFALL, "北京年均降雨量约 630mm"), (["materials"], "Materials are optional")])
+    ProcessRule.objects.create(course=course, statement="先写测试", statement_key="t:1", approved_by=staff)
+
+    with CaptureQueriesContext(connection) as cold:
+        first = task_context(client, task, QUESTION)
+    with CaptureQueriesContext(connection) as warm:
+        second = task_context(client, task, QUESTION)
+
+    # The snapshot's load: the facts, the tasks' overlaps, the rules (and the lessons').
+    assert len(corrections_queries(cold)) == 3
+    assert len(cold) == CONTEXT_GET_QUERIES + 4
+    assert corrections_queries(warm) == [] and len(warm) == CONTEXT_GET_QUERIES
+    assert (
+        statements(first)
+        == statements(second)
+        == [
+            "北京年均降雨量约 630mm",
+            "Materials are optional",  # through the task text ("Some materials")
+            "先写测试",
+        ]
+    )
+
+
+def test_another_process_change_is_seen_once_its_version_is_written(setting_up):
+    course, task, client, _ = setting_up
+    bulk_facts(course, [(RAINFALL, "北京年均降雨量约 630mm")])
+    assert statements(task_context(client, task, QUESTION)) == ["北京年均降雨量约 630mm"]
+
+    # Another process supersedes it: its rows commit, this process hears nothing ...
+    Fact.objects.update(status=FactStatus.SUPERSEDED, valid_to=timezone.now())
+    assert statements(task_context(client, task, QUESTION)) == ["北京年均降雨量约 630mm"]
+
+    # ... until that process writes the course's new version after its commit.
+    ScopeVersion.objects.update_or_create(
+        key=scope_key("corrections", course.pk), defaults={"version": 11, "changed_at": timezone.now()}
+    )
+    assert statements(task_context(client, task, QUESTION)) == []
+
+
+def test_a_pin_brings_back_a_fact_past_its_ttl_at_once(setting_up, settings):
+    course, task, client, staff = setting_up
+    bulk_facts(course, [(RAINFALL, "北京年均降雨量约 630mm")])
+    Fact.objects.update(confirmed_at=timezone.now() - timedelta(days=settings.CORRECTIONS_FACT_TTL_DAYS + 1))
+    ScopeVersion.objects.update_or_create(  # that write's version, as its process would write it
+        key=scope_key("corrections", course.pk), defaults={"version": 12, "changed_at": timezone.now()}
+    )
+    assert statements(task_context(client, task, QUESTION)) == []
+    before = ScopeVersion.objects.get(key=scope_key("corrections", course.pk)).version
+
+    fact_set_pinned(fact=Fact.objects.get(), staff=staff, pinned=True, reason="still true")
+
+    assert statements(task_context(client, task, QUESTION)) == ["北京年均降雨量约 630mm"]
+    assert ScopeVersion.objects.get(key=scope_key("corrections", course.pk)).version != before
+
+
+def test_a_task_whose_text_changes_is_told_the_facts_of_its_new_text(setting_up):
+    course, task, client, _ = setting_up
+    bulk_facts(
+        course, [(["materials"], "Materials are optional"), (["glossary"], "The glossary is in docs/")]
+    )
+    assert statements(task_context(client, task)) == ["Materials are optional"]
+
+    task.materials = "A glossary"
+    task.save()  # its overlaps with the course's facts are written again
+
+    assert statements(task_context(client, task)) == ["The glossary is in docs/"]
+
+
+def test_a_deleted_rule_leaves_the_context(setting_up):
+    course, task, client, staff = setting_up
+    rule = ProcessRule.objects.create(
+        course=course, statement="先写测试", statement_key="t:1", approved_by=staff
+    )
+    assert statements(task_context(client, task)) == ["先写测试"]
+
+    rule.delete()
+
+    assert statements(task_context(client, task)) == []
