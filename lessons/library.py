@@ -97,6 +97,7 @@ def library_load(course_id) -> Library:
             "tokens",
             "last_hit",
             "injected_at",
+            "course_id",
         )
         .order_by()
     )

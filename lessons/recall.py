@@ -125,6 +125,7 @@ class LessonRow:
     tokens: int
     last_hit: date | None
     injected_on: date | None
+    course_id: object = None  # None: a global lesson
 
 
 @dataclass(frozen=True)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from django.db.models.signals import post_delete
+
 from feedback.models import AttemptStatus
 from lessons.services.capture import lessons_capture_from_attempt
 
@@ -15,10 +17,14 @@ def capture_on_attempt_finished(sender, *, attempt_id, status, **kwargs) -> None
     lessons_capture_from_attempt(attempt_id=attempt_id)
 
 
-def lesson_saved_or_deleted(sender, *, instance, **kwargs) -> None:
-    """A lesson saved (created, edited in the admin) or deleted changes its
-    scope's snapshots (``lessons.library``); the services' UPDATEs of a
-    lesson's status or last hit say so themselves."""
+def lesson_saved_or_deleted(sender, *, instance, created=False, **kwargs) -> None:
+    """A lesson saved (edited in the admin, created injected by an import) or
+    deleted changes its scope's snapshots (``lessons.library``), which hold
+    injected lessons only: a draft created or deleted changes none. The
+    services' UPDATEs of a lesson's status or last hit say so themselves."""
     from lessons.library import lessons_changed
+    from lessons.models import LessonStatus
 
+    if (created or kwargs.get("signal") is post_delete) and instance.status != LessonStatus.INJECTED:
+        return
     lessons_changed(instance.course_id)

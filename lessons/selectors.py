@@ -66,6 +66,7 @@ _ROW_FIELDS = (
     "tokens",
     "last_hit",
     "injected_at",
+    "course_id",
 )
 # Tags and symptoms come as their JSON text: its normalized set is cached
 # (``_keyset``), so a lesson read again is neither decoded nor normalized again.
@@ -83,6 +84,7 @@ _ROW_TYPES = (
     IntegerField,
     DateField,
     DateTimeField,
+    UUIDField,
 )
 # Placeholders of the branches without a lesson. The counts branch takes plain
 # NULLs: Django leaves constants out of its GROUP BY (a cast would be grouped,
@@ -544,7 +546,8 @@ def _statement_rows(
 
 
 def _row(values: tuple, tz) -> LessonRow:
-    lesson_id, title, body, tags, symptoms, status, review_by, tokens, last_hit, injected_at = values
+    lesson_id, title, body, tags, symptoms, status = values[:6]
+    review_by, tokens, last_hit, injected_at, course_id = values[6:]
     return LessonRow(
         id=lesson_id,
         title=title,
@@ -556,6 +559,7 @@ def _row(values: tuple, tz) -> LessonRow:
         tokens=tokens,
         last_hit=last_hit,
         injected_on=timezone.localtime(injected_at, tz).date() if injected_at else None,
+        course_id=course_id,
     )
 
 

@@ -26,21 +26,23 @@ a process dying just there leaves other processes' snapshots stale until
 
 from __future__ import annotations
 
+import logging
 import secrets
 import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass
-from functools import partial
 from typing import Any
 
 from django.conf import settings
-from django.db import DEFAULT_DB_ALIAS, connections, transaction
+from django.db import DEFAULT_DB_ALIAS, DatabaseError, connections, transaction
 from django.utils import timezone
 
 from tutor.models import ScopeVersion
 from tutor.prepared import PreparedQuery
+
+logger = logging.getLogger(__name__)
 
 SNAPSHOT_MAX_AGE_SECONDS = 300
 # Snapshots one store keeps (least recently used dropped first): one per course in use.
@@ -78,35 +80,51 @@ def _dirty(connection) -> dict[str, Callable]:
 def scope_changed(*keys: str, using: str = DEFAULT_DB_ALIAS) -> None:
     """Record that the rows of ``keys`` change in the current transaction:
     this process's snapshots of them are dropped now, and every process's
-    after the commit (a new version is written then). Called for each of
-    many rows of one transaction, the version is written once."""
+    after the commit (a new version is written then; at once in autocommit,
+    and never inside a transaction managed by hand, which Django's
+    ``on_commit`` refuses). Called for each of many rows of one transaction,
+    the version is written once."""
     _forget(keys)
     connection = connections[using]
-    if not connection.in_atomic_block:
-        _publish(tuple(keys), using)
-        return
     marks = _dirty(connection)
     new = tuple(key for key in dict.fromkeys(keys) if key not in marks)
     if not new:
         return
-    publish = partial(_publish, new, using)
+
+    def publish() -> None:
+        _publish(new, using)
+
+    if connection.in_atomic_block:
+        for key in new:
+            marks[key] = publish
     transaction.on_commit(publish, using=using, robust=True)
-    for key in new:
-        marks[key] = publish
 
 
 def _publish(keys: tuple[str, ...], using: str) -> None:
-    now = timezone.now()
-    ScopeVersion.objects.using(using).bulk_create(
-        [ScopeVersion(key=key, version=secrets.randbits(62), changed_at=now) for key in sorted(set(keys))],
-        update_conflicts=True,
-        unique_fields=["key"],
-        update_fields=["version", "changed_at"],
-    )
-    marks = _dirty(connections[using])
-    for key in keys:
-        marks.pop(key, None)
-    _forget(keys)
+    """Write new versions of ``keys``; whatever happens, this process's
+    snapshots of them are dropped. Should the write fail (the change itself
+    has committed), it is logged and other processes keep their snapshots
+    until ``TUTOR_SNAPSHOT_MAX_AGE``."""
+    try:
+        now = timezone.now()
+        ScopeVersion.objects.using(using).bulk_create(
+            [
+                ScopeVersion(key=key, version=secrets.randbits(62), changed_at=now)
+                for key in sorted(set(keys))
+            ],
+            update_conflicts=True,
+            unique_fields=["key"],
+            update_fields=["version", "changed_at"],
+        )
+    except DatabaseError:
+        logger.exception(
+            "the new versions of %s were not written: other processes reload at their maximum age", keys
+        )
+    finally:
+        marks = _dirty(connections[using])
+        for key in keys:
+            marks.pop(key, None)
+        _forget(keys)
 
 
 @dataclass(frozen=True)
@@ -147,6 +165,7 @@ class SnapshotStore:
         self.load = load
         self._entries: OrderedDict[tuple, _Entry] = OrderedDict()
         self._lock = threading.Lock()
+        self._loading: dict[tuple, threading.Lock] = {}
         _STORES.append(self)
 
     def get(
@@ -167,19 +186,45 @@ class SnapshotStore:
         if versions is None or not versions.keys.issuperset(keys):
             versions = read_versions(keys, using)
         signature = versions.signature(keys)
-        now = time.monotonic()
+        entry = self._current(keys, signature)
+        if entry is not None:
+            return entry.value
+        # One load per scope at a time: the process's other threads that miss
+        # meanwhile wait for it and take its snapshot, when it is as current.
+        with self._loading_lock(keys):
+            entry = self._current(keys, signature)
+            if entry is not None:
+                return entry.value
+            now = time.monotonic()
+            value = self.load(argument)
+            with self._lock:
+                self._entries[keys] = _Entry(signature, now, value)
+                self._entries.move_to_end(keys)
+                while len(self._entries) > SNAPSHOT_MAX_ENTRIES:
+                    self._entries.popitem(last=False)
+        return value
+
+    def _current(self, keys: tuple[str, ...], signature: tuple) -> _Entry | None:
         with self._lock:
             entry = self._entries.get(keys)
-            if entry is not None and entry.signature == signature and now - entry.loaded_at < _max_age():
-                self._entries.move_to_end(keys)
-                return entry.value
-        value = self.load(argument)
-        with self._lock:
-            self._entries[keys] = _Entry(signature, now, value)
+            if (
+                entry is None
+                or entry.signature != signature
+                or time.monotonic() - entry.loaded_at >= _max_age()
+            ):
+                return None
             self._entries.move_to_end(keys)
-            while len(self._entries) > SNAPSHOT_MAX_ENTRIES:
-                self._entries.popitem(last=False)
-        return value
+            return entry
+
+    def _loading_lock(self, keys: tuple[str, ...]) -> threading.Lock:
+        with self._lock:
+            lock = self._loading.get(keys)
+            if lock is None:
+                lock = self._loading[keys] = threading.Lock()
+                if len(self._loading) > 2 * SNAPSHOT_MAX_ENTRIES:  # locks of scopes long gone
+                    for stale in [k for k in self._loading if k not in self._entries and k != keys][:64]:
+                        del self._loading[stale]
+            return lock
 
     def forget(self, keys: Iterable[str] | None = None) -> None:
         """Drop the snapshots that depend on any of ``keys`` (None: all)."""

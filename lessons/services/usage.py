@@ -77,10 +77,12 @@ def recall_record(*, result: RecallResult, student, task, session_id, correlatio
             hit_count=F("hit_count") + 1, last_hit=result.context.today
         )
         today = result.context.today
-        if any(s.row.last_hit != today for s in result.recalled if s.row.id in new):
+        stale = {s.row.course_id for s in result.recalled if s.row.id in new and s.row.last_hit != today}
+        if stale:
             # A lesson's decay part counts from its last hit (SPEC §6): the
-            # snapshots are stale once a day per lesson, not on every hit.
-            lessons_changed(task.course_id, None)
+            # snapshots are stale once a day per lesson, not on every hit --
+            # every course's when the lesson is a global one.
+            lessons_changed(*stale)
         promoted = Lesson.objects.filter(
             pk__in=counted, hit_count__gte=promote_hits(), skill_candidate__isnull=True
         ).values_list("pk", "hit_count")
