@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterable
 from django.db import transaction
 from django.utils import timezone
 
+from corrections.memory_snapshot import memory_changed
 from corrections.models import (
     CorrectionType,
     Fact,
@@ -88,6 +89,7 @@ def bulk_memories(user_id, rows: Iterable[tuple[str, list[str], str]], course=No
     ]
     with transaction.atomic():
         MemoryItem.objects.bulk_create(items)
+        memory_changed(user_id)  # bulk_create sends no signal
         MemoryToken.objects.bulk_create(
             token for item in items for token in memory_tokens(item, item.topic_tokens)
         )

@@ -31,6 +31,7 @@ from corrections.course_snapshot import (
     rules_from_snapshot,
 )
 from corrections.injection import Selection, facts_relevant, memory_for_context, process_rules_for_context
+from corrections.memory_snapshot import USER_MEMORY, memory_from_snapshot, memory_scope_keys
 from corrections.models import CorrectionType, FactStatus, MemoryTier
 from corrections.relevance import task_query_tokens
 from corrections.text import query_tokens
@@ -155,7 +156,20 @@ def course_facts(request: ContextRequest) -> CourseFacts | None:
 def memory(request: ContextRequest) -> tuple[Selection, Selection]:
     """The preferences and memories sections' rows, read once for both."""
     shared = request.shared
-    if "corrections.memory" not in shared:
+    if "corrections.memory" in shared:
+        return shared["corrections.memory"]
+    user_id = request.student.pk
+    snapshot = USER_MEMORY.get(memory_scope_keys(user_id), user_id, request.snapshot_versions)
+    if snapshot is not None:
+        shared["corrections.memory"] = memory_from_snapshot(
+            snapshot,
+            session_id=request.session_id,
+            message_tokens=message_tokens(request),
+            now=timezone.now(),
+            preferences_limit=setting(PreferencesSection.count_setting),
+            memories_limit=setting(MemoriesSection.count_setting),
+        )
+    else:
         shared["corrections.memory"] = memory_for_context(
             user_id=request.student.pk,
             session_id=request.session_id,
@@ -264,6 +278,9 @@ class PreferencesSection(BudgetedSection):
     def rows(self, request, limit):
         return memory(request)[0]
 
+    def snapshot_keys(self, request):
+        return memory_scope_keys(request.student.pk)
+
     def line(self, item, item_chars):
         text, was_cut = cut(_one_line(item["content"]), item_chars)
         return f"- {text}", was_cut
@@ -291,6 +308,9 @@ class MemoriesSection(BudgetedSection):
 
     def rows(self, request, limit):
         return memory(request)[1]
+
+    def snapshot_keys(self, request):
+        return memory_scope_keys(request.student.pk)
 
     def line(self, item, item_chars):
         text, was_cut = cut(_one_line(item["content"]), item_chars)

@@ -57,14 +57,23 @@ def course_rows_saved_or_deleted(sender, *, instance, **kwargs) -> None:
     corrections_changed(instance.course_id)
 
 
+def memory_item_deleted(sender, *, instance, **kwargs) -> None:
+    """An item deleted through the ORM (the purge of expired ones, a session
+    or user deleted) changes its user's memory snapshot."""
+    from corrections.memory_snapshot import memory_changed
+
+    memory_changed(instance.user_id)
+
+
 def connect_receivers() -> None:
-    from corrections.models import Fact, ProcessRule
+    from corrections.models import Fact, MemoryItem, ProcessRule
 
     post_save.connect(
         keep_detection_pending, sender=TutorMessage, dispatch_uid="corrections.keep_detection_pending"
     )
     user_message_handled.connect(enqueue_detection, dispatch_uid="corrections.enqueue_detection")
     post_save.connect(index_task, sender=Task, dispatch_uid="corrections.index_task")
+    post_delete.connect(memory_item_deleted, sender=MemoryItem, dispatch_uid="corrections.snapshot.memory")
     for model in (Fact, ProcessRule):
         uid = f"corrections.snapshot.{model._meta.model_name}"
         post_save.connect(course_rows_saved_or_deleted, sender=model, dispatch_uid=f"{uid}.saved")

@@ -17,6 +17,7 @@ from django.db.models.functions import Cast, Concat
 from django.utils import timezone
 
 from corrections.conf import setting
+from corrections.memory_snapshot import memory_changed
 from corrections.models import Correction, CorrectionType, MemoryItem, MemoryTier, MemoryToken
 from corrections.text import jaccard, topic_key
 from tutor.audit import audit_record
@@ -40,6 +41,7 @@ def memory_tokens(item: MemoryItem, tokens) -> list[MemoryToken]:
 
 def _set_tokens(item: MemoryItem, tokens: list[str], *, replace: bool) -> None:
     # Called after every save of an item: its tokens carry its updated_at.
+    memory_changed(item.user_id)
     if replace:
         MemoryToken.objects.filter(memory=item).delete()
     MemoryToken.objects.bulk_create(memory_tokens(item, tokens))
@@ -138,6 +140,7 @@ def memory_forget(*, user, item_id: uuid.UUID) -> bool:
         known = MemoryItem.objects.filter(pk=item_id, user=user).values("tier", "kind", "course_id").first()
         if known is None or _delete_own_item(item_id=item_id, user_id=user.pk) != 1:
             return False
+        memory_changed(user.pk)
         tokens, _ = MemoryToken.objects.filter(memory_id=item_id).delete()
         Correction.objects.filter(memory_id=item_id).update(
             memory=None, dedupe_key=Concat(Value("forgotten:"), Cast("id", output_field=CharField()))

@@ -1,5 +1,5 @@
-"""The facts and process rules sections read each process's snapshot of the
-course (SPEC §5, §10; ``corrections.course_snapshot``): a warm context reads
+"""The facts, process rules and memory sections read each process's snapshots of the
+course and the user (SPEC §5, §10; ``corrections.course_snapshot``): a warm context reads
 no fact, overlap or rule, and every committed change is seen -- by the
 writing process at once, by the others once the course's new version is
 written. (That the snapshot selects what the statements select is
@@ -13,6 +13,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
+from django.contrib.auth import get_user_model
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
@@ -59,9 +60,10 @@ def test_a_warm_context_reads_no_fact_overlap_or_rule(setting_up):
     with CaptureQueriesContext(connection) as warm:
         second = task_context(client, task, QUESTION)
 
-    # The snapshot's load: the facts, the tasks' overlaps, the rules (and the lessons').
+    # The snapshots' loads: the facts, the tasks' overlaps, the rules (3); the
+    # lessons (1) and the student's memory (2).
     assert len(corrections_queries(cold)) == 3
-    assert len(cold) == CONTEXT_GET_QUERIES + 4
+    assert len(cold) == CONTEXT_GET_QUERIES + 6
     assert corrections_queries(warm) == [] and len(warm) == CONTEXT_GET_QUERIES
     assert (
         statements(first)
@@ -129,3 +131,40 @@ def test_a_deleted_rule_leaves_the_context(setting_up):
     rule.delete()
 
     assert statements(task_context(client, task)) == []
+
+
+def preferences(preview: dict) -> list[str]:
+    return [item["content"] for item in preview["preferences"] if item["kind"] == "preference"]
+
+
+def test_a_forgotten_preference_leaves_the_next_context(setting_up):
+    from corrections.bench import bulk_memories
+    from corrections.models import MemoryItem
+
+    course, task, client, _ = setting_up
+    student = get_user_model().objects.get(username="snapshot-student")
+    bulk_memories(student.pk, [("preference", ["简短"], "回答简短一些")])
+    assert preferences(task_context(client, task)) == ["回答简短一些"]
+
+    item = MemoryItem.objects.get()
+    assert client.delete(f"/api/memory/{item.pk}/").status_code == 204
+
+    assert preferences(task_context(client, task)) == []
+
+
+def test_another_process_memory_write_is_seen_once_its_version_is_written(setting_up):
+    from corrections.bench import bulk_memories
+    from corrections.models import MemoryItem
+
+    course, task, client, _ = setting_up
+    student = get_user_model().objects.get(username="snapshot-student")
+    bulk_memories(student.pk, [("preference", ["简短"], "回答简短一些")])
+    assert preferences(task_context(client, task)) == ["回答简短一些"]
+
+    MemoryItem.objects.update(content="回答详细一些")  # another process: this one hears nothing
+    assert preferences(task_context(client, task)) == ["回答简短一些"]
+
+    ScopeVersion.objects.update_or_create(
+        key=f"memory:{student.pk}", defaults={"version": 13, "changed_at": timezone.now()}
+    )
+    assert preferences(task_context(client, task)) == ["回答详细一些"]

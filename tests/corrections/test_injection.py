@@ -33,6 +33,7 @@ from corrections.injection import (
     facts_relevant,
     memory_for_context,
 )
+from corrections.memory_snapshot import memory_from_snapshot, user_memory_load
 from corrections.models import (
     INJECTED_FACT_STATUSES,
     CorrectionType,
@@ -293,8 +294,32 @@ def selected_memory(user, session_id, message: str, prefs_limit: int, memories_l
     return tuple(([row["id"] for row in s.rows], s.total) for s in selections)
 
 
+def snapshot_memory(user, session_id, message: str, prefs_limit: int, memories_limit: int):
+    """The user's memory as the snapshot selects it (corrections.memory_snapshot),
+    row for row what the statement returns."""
+    arguments = {
+        "session_id": session_id,
+        "message_tokens": query_tokens(message, setting("CORRECTIONS_QUERY_MAX_TOKENS")),
+        "now": timezone.now(),
+        "preferences_limit": prefs_limit,
+        "memories_limit": memories_limit,
+    }
+    selections = memory_from_snapshot(user_memory_load(user.pk), **arguments)
+    statement = memory_for_context(user_id=user.pk, **arguments)
+    for mine, theirs in zip(selections, statement, strict=True):
+        assert (mine.rows, mine.total) == (theirs.rows, theirs.total)
+    return tuple(([row["id"] for row in s.rows], s.total) for s in selections)
+
+
+MEMORY_SELECTORS = [
+    pytest.param(selected_memory, id="statement"),
+    pytest.param(snapshot_memory, id="snapshot"),
+]
+
+
 @pytest.mark.django_db
-def test_memory_is_what_the_rule_picks_for_its_owner_only(course):
+@pytest.mark.parametrize("select", MEMORY_SELECTORS)
+def test_memory_is_what_the_rule_picks_for_its_owner_only(course, select):
     rng = random.Random(11)
     tasks = list(Task.objects.filter(course=course)) + [
         Task.objects.create(course=course, slug="t2", title="Second")
@@ -309,13 +334,14 @@ def test_memory_is_what_the_rule_picks_for_its_owner_only(course):
         message = " ".join(words(rng, 0, 3))
         limits = rng.choice([(8, 8), (3, 2), (1, 5), (0, 4), (4, 0)])
         expected = expected_memory(user, session_id, message, *limits)
-        assert selected_memory(user, session_id, message, *limits) == expected, (message, limits)
+        assert select(user, session_id, message, *limits) == expected, (message, limits)
         checked += sum(bool(ids) for ids, _ in expected)
     assert checked >= 40
 
 
 @pytest.mark.django_db
-def test_old_items_that_share_the_most_tokens_outrank_newer_ones(student):
+@pytest.mark.parametrize("select", MEMORY_SELECTORS)
+def test_old_items_that_share_the_most_tokens_outrank_newer_ones(student, select):
     """Ranking by overlap reaches past the newest items: the best matches
     here are the oldest of forty."""
     now = timezone.now()
@@ -344,7 +370,7 @@ def test_old_items_that_share_the_most_tokens_outrank_newer_ones(student):
             student, tier="user", kind="factual", tokens=[f"y{i}"], updated_at=now - timedelta(minutes=i)
         )
 
-    (_, _), (ids, total) = selected_memory(student, None, "alpha bravo", 8, 4)
+    (_, _), (ids, total) = select(student, None, "alpha bravo", 8, 4)
 
     assert ids == [best[0].pk, best[1].pk, best[2].pk, one_token[0].pk]
     assert total == 40

@@ -217,7 +217,7 @@ def test_a_process_correction_below_its_case_threshold_stays_in_user_memory(stud
 
 @pytest.mark.django_db
 @languages
-def test_negative_feedback_is_session_memory_that_expires_after_an_hour(lang, student, chat_for):
+def test_negative_feedback_is_session_memory_that_expires_after_an_hour(lang, student, chat_for, monkeypatch):
     words = LANGUAGES[lang]
     chat = chat_for(student)
     chat.send(words["question"], reply=words["said"])
@@ -233,7 +233,8 @@ def test_negative_feedback_is_session_memory_that_expires_after_an_hour(lang, st
     assert "the student said this earlier answer was wrong" in chat.last_system
 
     # An hour later it is neither injected nor listed, and the purge deletes it.
-    MemoryItem.objects.filter(pk=item.pk).update(expires_at=timezone.now() - timedelta(seconds=1))
+    later = item.expires_at + timedelta(seconds=1)
+    monkeypatch.setattr(timezone, "now", lambda: later)
     chat.send(words["question"])
     assert "earlier answer was wrong" not in chat.last_system
     assert chat.client.get("/api/memory/").json()["results"] == []

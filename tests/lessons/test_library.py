@@ -127,7 +127,8 @@ def test_a_warm_preview_reads_the_scope_versions_and_no_lesson(
         second = task_context(student_client, task, "what now?")
 
     # The course's facts are still the test's own writes (its task): their statements run.
-    assert len(cold) == query_budget("context") + 1 and len(lessons_queries(cold)) == 1  # the snapshot's load
+    # The snapshots' loads: the lessons (1) and the student's memory (2).
+    assert len(cold) == query_budget("context") + 3 and len(lessons_queries(cold)) == 1
     assert len(warm) == query_budget("context") and lessons_queries(warm) == []
     assert any('"tutor_scopeversion"' in q["sql"] for q in warm.captured_queries)
     assert second["lessons"] == first["lessons"] and len(recalled(second)) == 2

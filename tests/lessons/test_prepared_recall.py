@@ -19,7 +19,7 @@ from lessons.recall import RecallParams, recall
 from lessons.selectors import lessons_recall
 from tests.lessons.conftest import make_lesson, make_trace
 from tests.lessons.test_recall import ctx, decisions, row, run
-from tests.tutor.test_context import open_session, send
+from tests.tutor.test_context import open_session, send, task_context
 from tutor.models import TutorSession
 from tutor.prepared import PreparedQuery
 
@@ -320,6 +320,7 @@ def test_a_later_send_in_the_same_session_writes_no_hit_again(
     fake_llm.default = "Let's look at it together."
     bulk_lessons(course, 3, tags=TASK_TAGS)
     session = open_session(student_client, task)
+    task_context(student_client, task, "what now?")  # this process's snapshots
     with django_assert_num_queries(message_with_lessons_queries()):
         first = send(student_client, session, "what now?").json()
 

@@ -698,41 +698,47 @@ def seed_volume(student, task, session_id, n: int) -> None:
 #   store the user message: savepoint, INSERT, its detection's outbox row
 #   (the corrections app's post_save), UPDATE message_count, release (5);
 #   earlier messages (1); feedback selection, one statement (1);
-#   the versions of the course's facts snapshot (1: tutor.snapshots);
+#   the versions of the course's facts and the user's memory snapshots (1:
+#   tutor.snapshots);
 #   lessons recall with the scope's stage counts, one statement (1);
 #   ModelCall row of the tutor call (1);
 #   store the reply: savepoint, INSERT, UPDATE count and pending, release (4);
-#   the corrections app's providers: preferences and memories, one statement
-#   (1); facts and process rules from the snapshot (0);
+#   the corrections app's providers from the snapshots (0);
 #   the lessons' recall trace, no lesson recalled: INSERT (1);
 #   then correction detection, run after commit in-process (eager Celery, the
 #   embedded default): DETECTION_QUERIES.
 # Detection of "what now?": one read of the message's text -- no correction --
 # and the DELETE of its outbox row once it has run (2).
 DETECTION_QUERIES = 2
-MESSAGE_POST_QUERIES = 19 + DETECTION_QUERIES
+MESSAGE_POST_QUERIES = 18 + DETECTION_QUERIES
 # GET /api/tutor/context/:
 #   token auth (1); the task within the caller's enrolment with the open
 #   session's id, one statement (1); earlier messages (1); feedback selection (1);
-#   the versions of the course's facts and lessons snapshots, one statement (1);
-#   the corrections app's providers: preferences and memories, one statement
-#   (1); facts, process rules and lessons from the snapshots (0).
-CONTEXT_GET_QUERIES = 6
+#   the versions of the course's facts and lessons snapshots and of the user's
+#   memory, one statement (1); facts, process rules, preferences, memories and
+#   lessons from the snapshots (0).
+CONTEXT_GET_QUERIES = 5
 # Both for a process whose snapshots are current. A process's first read of a
-# course after a change also loads the snapshot (lessons 1, facts and rules 3:
-# tests.lessons.test_library, tests.corrections.test_course_snapshot). Inside
-# the transaction that changed the course's facts -- a test's own writes, see
-# tests.conftest.snapshot_path -- facts and process rules are read by their
-# statements instead of the snapshot: two queries for the preview's share of
-# the versions read (which still reads the lessons'), one more for a message
-# (whose lessons recall reads no snapshot).
-IN_TRANSACTION_EXTRA = {"context": 2, "message": 1}
+# course or user after a change also loads the snapshot (lessons 1, facts and
+# rules 3, memory 2: tests.lessons.test_library,
+# tests.corrections.test_course_snapshot). Inside the transaction that changed
+# them -- a test's own writes, see tests.conftest.snapshot_path -- their rows
+# are read by the statements instead: facts and process rules (2) when the
+# course's facts or tasks changed (a test's task always does), memory (1) when
+# the user's memory did; a message then reads no version when neither snapshot
+# is left (its lessons recall reads none).
 
 
-def query_budget(kind: str, snapshot_path: str = "in_transaction") -> int:
-    """The queries of ``kind`` ("context", "message") on ``snapshot_path``."""
+def query_budget(kind: str, snapshot_path: str = "in_transaction", *, changed=("corrections",)) -> int:
+    """The queries of ``kind`` ("context", "message") on ``snapshot_path``,
+    inside a transaction that ``changed`` these snapshots' rows."""
     base = {"context": CONTEXT_GET_QUERIES, "message": MESSAGE_POST_QUERIES}[kind]
-    return base + (IN_TRANSACTION_EXTRA[kind] if snapshot_path == "in_transaction" else 0)
+    if snapshot_path == "committed":
+        return base
+    extra = 2 * ("corrections" in changed) + ("memory" in changed)
+    if kind == "message" and {"corrections", "memory"} <= set(changed):
+        extra -= 1  # no version left to read
+    return base + extra
 
 
 @pytest.mark.django_db

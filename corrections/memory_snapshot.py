@@ -1,0 +1,139 @@
+"""A user's memory as a snapshot kept per process (SPEC §5, §10; ``tutor.snapshots``).
+
+The preferences and memories sections read the user's items from the
+snapshot instead of running the memory statement
+(``corrections.injection.memory_queryset``) on every request. What depends
+on the request -- the session, the message's tokens, now against a session
+item's expiry -- is applied per request, by the statement's rules:
+
+- preferences: the user memory of kind ``preference``, newest first;
+- memories: this session's unexpired items of the other kinds, then the
+  user memory of the other kinds, each ranked by how many of the message's
+  tokens its topic shares, then newest first (ties by id);
+- each with its total.
+
+Only the items that can rank within the limits are ranked: the newest user
+memory, the items sharing a token with the message, this session's items.
+What changes a snapshot -- an item remembered, refreshed, forgotten or purged
+-- calls ``memory_changed`` in the transaction of the change.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from corrections.injection import MEMORIES, NO_SESSION, NO_TOKEN, NOTHING, PREFERENCES, Selection
+from corrections.models import CorrectionType, MemoryItem, MemoryTier, MemoryToken
+from tutor.snapshots import SnapshotStore, scope_changed
+
+MEMORY_SCOPE = "memory"
+ITEM_COLUMNS = ("id", "tier", "kind", "content", "expires_at", "session_id", "updated_at")
+
+
+def memory_scope_keys(user_id) -> tuple[str]:
+    return (f"{MEMORY_SCOPE}:{user_id}",)
+
+
+def memory_changed(*user_ids) -> None:
+    """Memory items of these users change in this transaction."""
+    scope_changed(*(memory_scope_keys(user_id)[0] for user_id in user_ids))
+
+
+@dataclass(frozen=True, eq=False)  # one object per item, hashed by identity
+class _Item:
+    row: dict  # ITEM_COLUMNS
+    tokens: frozenset[str]
+
+
+def _newest_first(items: list[_Item]) -> tuple[_Item, ...]:
+    ordered = sorted(items, key=lambda item: item.row["id"])
+    ordered.sort(key=lambda item: item.row["updated_at"], reverse=True)
+    return tuple(ordered)
+
+
+@dataclass(frozen=True)
+class UserMemory:
+    preferences: tuple[_Item, ...]  # user memory of kind preference, newest first
+    others: tuple[_Item, ...]  # user memory of the other kinds, newest first
+    by_token: dict[str, tuple[_Item, ...]]  # of ``others``
+    sessions: dict[object, tuple[_Item, ...]]  # session id → its items of the other kinds
+
+
+def user_memory_load(user_id) -> UserMemory:
+    """Two queries: the user's items and their tokens."""
+    items = {row["id"]: row for row in MemoryItem.objects.filter(user_id=user_id).values(*ITEM_COLUMNS)}
+    tokens: dict[object, set[str]] = {}
+    for memory_id, token in MemoryToken.objects.filter(user_id=user_id).values_list("memory_id", "token"):
+        tokens.setdefault(memory_id, set()).add(token)
+    preferences, others, sessions = [], [], {}
+    by_token: dict[str, list[_Item]] = {}
+    for item_id, row in items.items():
+        item = _Item(row=row, tokens=frozenset(tokens.get(item_id, ())))
+        if row["tier"] == MemoryTier.USER:
+            if row["kind"] == CorrectionType.PREFERENCE:
+                preferences.append(item)
+                continue
+            others.append(item)
+            for token in item.tokens:
+                by_token.setdefault(token, []).append(item)
+        elif row["kind"] != CorrectionType.PREFERENCE:
+            sessions.setdefault(row["session_id"], []).append(item)
+    return UserMemory(
+        preferences=_newest_first(preferences),
+        others=_newest_first(others),
+        by_token={token: tuple(found) for token, found in by_token.items()},
+        sessions={session_id: tuple(found) for session_id, found in sessions.items()},
+    )
+
+
+USER_MEMORY = SnapshotStore("memory", user_memory_load)
+
+
+def _row(item: _Item, section: int, rank: int, totals: dict) -> dict:
+    row = {name: item.row[name] for name in ("id", "tier", "kind", "content", "expires_at")}
+    return {**row, "section": section, "rank": rank, **totals}
+
+
+def memory_from_snapshot(
+    snapshot: UserMemory,
+    *,
+    session_id,
+    message_tokens: list[str],
+    now: datetime,
+    preferences_limit: int,
+    memories_limit: int,
+) -> tuple[Selection, Selection]:
+    """The two sections' rows, as ``corrections.injection.memory_for_context`` selects them."""
+    if preferences_limit <= 0 and memories_limit <= 0:
+        return NOTHING, NOTHING
+    words = set(message_tokens) - {NO_TOKEN}
+    session = [] if session_id in (None, NO_SESSION) else snapshot.sessions.get(session_id, ())
+    this_session = [
+        item for item in session if item.row["expires_at"] is None or item.row["expires_at"] > now
+    ]
+    limit = max(memories_limit, 1)
+    candidates = {*snapshot.others[:limit], *this_session}
+    for token in words:
+        candidates.update(snapshot.by_token.get(token, ()))
+    overlap = {item: len(item.tokens & words) for item in candidates}
+    ranked = sorted(candidates, key=lambda item: item.row["id"])
+    ranked.sort(key=lambda item: item.row["updated_at"], reverse=True)
+    ranked.sort(key=lambda item: overlap[item], reverse=True)
+    ranked.sort(key=lambda item: item.row["tier"] != MemoryTier.SESSION)
+    totals = {
+        "preferences_total": len(snapshot.preferences),
+        "user_total": len(snapshot.preferences) + len(snapshot.others),
+        "session_total": len(this_session),
+    }
+
+    def section(number: int, items, limit: int, total: int) -> Selection:
+        if limit <= 0:
+            return NOTHING
+        rows = [_row(item, number, rank, totals) for rank, item in enumerate(items[:limit], 1)]
+        return Selection(rows=rows, total=total)
+
+    return (
+        section(PREFERENCES, snapshot.preferences, preferences_limit, totals["preferences_total"]),
+        section(MEMORIES, ranked, memories_limit, len(snapshot.others) + len(this_session)),
+    )
