@@ -87,7 +87,10 @@ def user_memory_load(user_id) -> UserMemory:
     )
 
 
-USER_MEMORY = SnapshotStore("memory", user_memory_load)
+# One snapshot per student active in this process: more of them than courses.
+# A student beyond them has their memory loaded again (2 queries, not 1).
+MEMORY_SNAPSHOT_USERS = 2048
+USER_MEMORY = SnapshotStore("memory", user_memory_load, max_entries=MEMORY_SNAPSHOT_USERS)
 
 
 def _row(item: _Item, section: int, rank: int, totals: dict) -> dict:

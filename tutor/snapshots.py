@@ -45,7 +45,8 @@ from tutor.prepared import PreparedQuery
 logger = logging.getLogger(__name__)
 
 SNAPSHOT_MAX_AGE_SECONDS = 300
-# Snapshots one store keeps (least recently used dropped first): one per course in use.
+# Snapshots one store keeps by default (least recently used dropped first):
+# one per course in use.
 SNAPSHOT_MAX_ENTRIES = 256
 _DIRTY_ATTRIBUTE = "tutor_dirty_scopes"
 
@@ -160,9 +161,10 @@ _STORES: list[SnapshotStore] = []
 class SnapshotStore:
     """Snapshots built by ``load(argument)``, one per tuple of scope keys."""
 
-    def __init__(self, name: str, load: Callable[[Any], Any]):
+    def __init__(self, name: str, load: Callable[[Any], Any], max_entries: int | None = None):
         self.name = name
         self.load = load
+        self.max_entries = max_entries
         self._entries: OrderedDict[tuple, _Entry] = OrderedDict()
         self._lock = threading.Lock()
         self._loading: dict[tuple, threading.Lock] = {}
@@ -200,7 +202,7 @@ class SnapshotStore:
             with self._lock:
                 self._entries[keys] = _Entry(signature, now, value)
                 self._entries.move_to_end(keys)
-                while len(self._entries) > SNAPSHOT_MAX_ENTRIES:
+                while len(self._entries) > (self.max_entries or SNAPSHOT_MAX_ENTRIES):
                     self._entries.popitem(last=False)
         return value
 
@@ -221,7 +223,7 @@ class SnapshotStore:
             lock = self._loading.get(keys)
             if lock is None:
                 lock = self._loading[keys] = threading.Lock()
-                if len(self._loading) > 2 * SNAPSHOT_MAX_ENTRIES:  # locks of scopes long gone
+                if len(self._loading) > 2 * (self.max_entries or SNAPSHOT_MAX_ENTRIES):  # scopes long gone
                     for stale in [k for k in self._loading if k not in self._entries and k != keys][:64]:
                         del self._loading[stale]
             return lock
