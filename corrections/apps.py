@@ -6,12 +6,18 @@ class CorrectionsConfig(AppConfig):
     verbose_name = "Corrections and memory"
 
     def ready(self):
+        from corrections.course_snapshot import CORRECTIONS_SCOPE
+        from corrections.memory_snapshot import MEMORY_SCOPE
         from corrections.providers import register_providers
         from corrections.receivers import connect_receivers
         from tutor.services import register_staff_view_models
+        from tutor.snapshots import register_request_scope
 
         register_providers()
         connect_receivers()
+        # Read with every tutor request's task (tutor.snapshots.version_subqueries).
+        register_request_scope(CORRECTIONS_SCOPE, "course")
+        register_request_scope(MEMORY_SCOPE, "user")
         # Course staff open the review queue and its records; querysets stay
         # scoped to their courses. Memory items are the students' own: not listed.
         register_staff_view_models("corrections", ["correctioncase", "fact", "correction", "processrule"])

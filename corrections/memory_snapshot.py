@@ -25,14 +25,14 @@ from datetime import datetime
 
 from corrections.injection import MEMORIES, NO_SESSION, NO_TOKEN, NOTHING, PREFERENCES, Selection
 from corrections.models import CorrectionType, MemoryItem, MemoryTier, MemoryToken
-from tutor.snapshots import SnapshotStore, scope_changed
+from tutor.snapshots import SnapshotStore, scope_changed, user_scope_key
 
 MEMORY_SCOPE = "memory"
 ITEM_COLUMNS = ("id", "tier", "kind", "content", "expires_at", "session_id", "updated_at")
 
 
 def memory_scope_keys(user_id) -> tuple[str]:
-    return (f"{MEMORY_SCOPE}:{user_id}",)
+    return (user_scope_key(MEMORY_SCOPE, user_id),)
 
 
 def memory_changed(*user_ids) -> None:

@@ -9,14 +9,19 @@ class LessonsConfig(AppConfig):
         from django.db.models.signals import post_delete, post_save
 
         from feedback.signals import attempt_finished
+        from lessons.library import LESSONS_SCOPE
         from lessons.models import Lesson
         from lessons.providers import LessonsSection
         from lessons.receivers import capture_on_attempt_finished, lesson_saved_or_deleted
         from tutor.providers import register
         from tutor.services import register_staff_view_models
+        from tutor.snapshots import register_request_scope
 
         # Takes the place of tutor's empty "lessons" slot.
         register(LessonsSection())
+        # Read with every tutor request's task (tutor.snapshots.version_subqueries).
+        register_request_scope(LESSONS_SCOPE, "course")
+        register_request_scope(LESSONS_SCOPE, "global")
         register_staff_view_models("lessons", ["lesson", "skillcandidate", "recalltrace"])
         attempt_finished.connect(capture_on_attempt_finished, dispatch_uid="lessons.capture")
         post_save.connect(lesson_saved_or_deleted, sender=Lesson, dispatch_uid="lessons.snapshot_saved")

@@ -55,11 +55,15 @@ def assemble_context(
     correlation_id: str,
     session_id: uuid.UUID | None = None,
     preview: bool = True,
+    snapshot_versions=None,
 ) -> AssembledContext:
     """The exact request for the model. ``task`` comes with ``course`` and
     ``current_rubric`` loaded; ``earlier`` are the newest messages before the
     current one, oldest first, as ``{role, content}``. Nothing is written:
-    a real send applies the sections' effects afterwards (``context_after_send``)."""
+    a real send applies the sections' effects afterwards (``context_after_send``).
+    ``snapshot_versions`` are the providers' snapshot versions as the caller's
+    task statement read them (``tutor.snapshots.version_subqueries``); without
+    them, or when they miss a scope, they are read here in one query."""
     selection = select_feedback(student, task)
     request = ContextRequest(
         student=student,
@@ -73,7 +77,9 @@ def assemble_context(
     )
     ordered = providers()
     keys = [key for provider in ordered for key in provider.snapshot_keys(request)]
-    if keys:
+    if snapshot_versions is not None and snapshot_versions.keys.issuperset(keys):
+        request = replace(request, snapshot_versions=snapshot_versions)  # read with the task
+    elif keys:
         request = replace(request, snapshot_versions=read_versions(keys))
     built = [(provider, provider.build(request)) for provider in ordered]
     system = "\n\n".join([BASE_TUTOR_RULES] + [section.text for _, section in built if section.text])

@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import uuid
 
-from django.db.models import OuterRef, Subquery
+from django.db.models import OuterRef, Subquery, Value
 from django.http import Http404
 
 from tutor.errors import InvalidInput
 from tutor.history import history_limits
 from tutor.models import Course, Enrollment, Rubric, Task, TutorMessage, TutorSession
 from tutor.prepared import PreparedQuery, model_columns, model_from_row
+from tutor.snapshots import Versions, version_subqueries, versions_from_row
 
 _TASK_COLUMNS = [
     *model_columns(Task),
@@ -65,6 +66,7 @@ def owned_session_queryset(*, user_id, session_id):
             task__course__enrollments__role=Enrollment.Role.STUDENT,
         )
         .values(*model_columns(TutorSession), *(f"task__{column}" for column in _TASK_COLUMNS))
+        .annotate(**version_subqueries("task__course_id", Value(user_id)))
         .order_by()[:1]
     )
 
@@ -81,6 +83,8 @@ def owned_session(user, session_id) -> TutorSession:
     session = model_from_row(TutorSession, row)
     session.student = user
     session.task = _task_from(row, "task__")
+    # The snapshots' versions, read in this statement (tutor.snapshots).
+    session.snapshot_versions = versions_from_row(row, course_id=session.task.course_id, user_id=user.pk)
     return session
 
 
@@ -92,19 +96,23 @@ def student_task_session_queryset(*, user_id, task_id):
         student_id=user_id, task_id=OuterRef("pk"), archived=False
     ).values("id")[:1]
     return student_task_queryset(user_id=user_id, task_id=task_id).annotate(
-        open_session_id=Subquery(open_session)
+        open_session_id=Subquery(open_session), **version_subqueries("course_id", Value(user_id))
     )
 
 
 STUDENT_TASK_SESSION = PreparedQuery(student_task_session_queryset, user_id="int", task_id="uuid")
 
 
-def student_task_and_open_session(user, task_id, field: str = "task") -> tuple[Task, uuid.UUID | None]:
-    """``student_task`` and the id of the student's open session for it, in one query."""
+def student_task_and_open_session(
+    user, task_id, field: str = "task"
+) -> tuple[Task, uuid.UUID | None, Versions]:
+    """``student_task``, the id of the student's open session for it and the
+    versions of the request's snapshots (``tutor.snapshots``), in one query."""
     row = STUDENT_TASK_SESSION.first(user_id=user.pk, task_id=task_id)
     if row is None:
         raise InvalidInput("not a task of a course you are enrolled in as a student", field=field)
-    return _task_from(row), row["open_session_id"]
+    task = _task_from(row)
+    return task, row["open_session_id"], versions_from_row(row, course_id=task.course_id, user_id=user.pk)
 
 
 def earlier_messages_queryset(*, session_id, before_position, max_messages):

@@ -125,8 +125,9 @@ class ContextView(APIView):
 
     @staticmethod
     def _preview(request, task_id, message: str | None) -> Response:
-        task, session_id = student_task_and_open_session(request.user, task_id)
+        task, session_id, versions = student_task_and_open_session(request.user, task_id)
         context = assemble_context(
+            snapshot_versions=versions,
             student=request.user,
             task=task,
             message=None if message is None else message_text(message),

@@ -181,6 +181,7 @@ def message_send(*, session: TutorSession, content: str, correlation_id: str) ->
             # claim stored an exchange after all.
             raise SessionBusy("a reply to your previous message is still being written") from None
         context = assemble_context(
+            snapshot_versions=getattr(session, "snapshot_versions", None),
             student=session.student,
             task=session.task,
             message=content,

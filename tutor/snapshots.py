@@ -30,6 +30,7 @@ import logging
 import secrets
 import threading
 import time
+import uuid
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass
@@ -52,8 +53,67 @@ _DIRTY_ATTRIBUTE = "tutor_dirty_scopes"
 
 
 def scope_key(name: str, course_id) -> str:
-    """The version key of ``name``'s rows of one course, or of the global ones (``course_id`` None)."""
-    return f"{name}:{course_id if course_id is not None else 'global'}"
+    """The version key of ``name``'s rows of one course (its id in hex, as
+    ``version_subqueries`` writes it in SQL), or of the global ones
+    (``course_id`` None)."""
+    return f"{name}:{uuid.UUID(str(course_id)).hex if course_id is not None else 'global'}"
+
+
+def user_scope_key(name: str, user_id) -> str:
+    """The version key of ``name``'s rows of one user."""
+    return f"{name}:user:{user_id}"
+
+
+# The scopes whose versions a tutor request reads with its task
+# (``version_subqueries``): (name, "course" | "global" | "user").
+_REQUEST_SCOPES: list[tuple[str, str]] = []
+SCOPE_KINDS = ("course", "global", "user")
+
+
+def register_request_scope(name: str, kind: str) -> None:
+    """A snapshot scope every tutor request reads (from ``AppConfig.ready()``)."""
+    if kind not in SCOPE_KINDS:
+        raise ValueError(f"kind must be one of {SCOPE_KINDS}")
+    if (name, kind) not in _REQUEST_SCOPES:
+        _REQUEST_SCOPES.append((name, kind))
+
+
+def version_subqueries(course_ref: str, user_ref) -> dict:
+    """Annotations reading each registered scope's version in the request's
+    own task statement (no query of their own): ``course_ref`` is the field
+    path of the course id, ``user_ref`` the user id (a value or an
+    expression). Their keys are written in SQL as ``scope_key`` writes them."""
+    from django.db.models import CharField, OuterRef, Subquery, Value
+    from django.db.models.functions import Cast, Concat, Replace
+
+    hex_course = Replace(Cast(OuterRef(course_ref), output_field=CharField()), Value("-"), Value(""))
+    annotations = {}
+    for index, (name, kind) in enumerate(_REQUEST_SCOPES):
+        if kind == "course":
+            key = Concat(Value(f"{name}:"), hex_course, output_field=CharField())
+        elif kind == "global":
+            key = Value(scope_key(name, None))
+        else:
+            user = Cast(user_ref, output_field=CharField())
+            key = Concat(Value(f"{name}:user:"), user, output_field=CharField())
+        versions = ScopeVersion.objects.filter(key=key).values("version")[:1]
+        annotations[f"scope_version_{index}"] = Subquery(versions)
+    return annotations
+
+
+def versions_from_row(row: dict, *, course_id, user_id) -> Versions:
+    """The versions a row annotated by ``version_subqueries`` carries."""
+    found = {}
+    keys = set()
+    for index, (name, kind) in enumerate(_REQUEST_SCOPES):
+        if kind == "user":
+            key = user_scope_key(name, user_id)
+        else:
+            key = scope_key(name, course_id if kind == "course" else None)
+        keys.add(key)
+        if row.get(f"scope_version_{index}") is not None:
+            found[key] = row[f"scope_version_{index}"]
+    return Versions(keys=frozenset(keys), found=found)
 
 
 def scope_versions_queryset(*, keys):

@@ -24,7 +24,7 @@ from corrections.services.facts import fact_set_pinned
 from tests.factories import client_for, enroll, make_course, make_task
 from tests.tutor.test_context import CONTEXT_GET_QUERIES, open_session, task_context
 from tutor.models import Enrollment, ScopeVersion
-from tutor.snapshots import scope_key
+from tutor.snapshots import scope_key, user_scope_key
 
 RAINFALL = ["北京", "年均", "降雨量"]
 QUESTION = "北京年均降雨量是多少？"
@@ -165,6 +165,6 @@ def test_another_process_memory_write_is_seen_once_its_version_is_written(settin
     assert preferences(task_context(client, task)) == ["回答简短一些"]
 
     ScopeVersion.objects.update_or_create(
-        key=f"memory:{student.pk}", defaults={"version": 13, "changed_at": timezone.now()}
+        key=user_scope_key("memory", student.pk), defaults={"version": 13, "changed_at": timezone.now()}
     )
     assert preferences(task_context(client, task)) == ["回答详细一些"]

@@ -692,14 +692,13 @@ def seed_volume(student, task, session_id, n: int) -> None:
 
 
 # POST /api/tutor/sessions/{id}/messages/:
-#   token auth (1); the caller's session with task, course and rubric (1);
+#   token auth (1); the caller's session with task, course and rubric and the
+#   versions of the request's snapshots (1: tutor.snapshots);
 #   claim the session and read its message count under the claim: UPDATE ...
 #   WHERE reply pending is null RETURNING message_count (1);
 #   store the user message: savepoint, INSERT, its detection's outbox row
 #   (the corrections app's post_save), UPDATE message_count, release (5);
 #   earlier messages (1); feedback selection, one statement (1);
-#   the versions of the course's facts and the user's memory snapshots (1:
-#   tutor.snapshots);
 #   lessons recall with the scope's stage counts, one statement (1);
 #   ModelCall row of the tutor call (1);
 #   store the reply: savepoint, INSERT, UPDATE count and pending, release (4);
@@ -710,14 +709,14 @@ def seed_volume(student, task, session_id, n: int) -> None:
 # Detection of "what now?": one read of the message's text -- no correction --
 # and the DELETE of its outbox row once it has run (2).
 DETECTION_QUERIES = 2
-MESSAGE_POST_QUERIES = 18 + DETECTION_QUERIES
+MESSAGE_POST_QUERIES = 17 + DETECTION_QUERIES
 # GET /api/tutor/context/:
 #   token auth (1); the task within the caller's enrolment with the open
-#   session's id, one statement (1); earlier messages (1); feedback selection (1);
-#   the versions of the course's facts and lessons snapshots and of the user's
-#   memory, one statement (1); facts, process rules, preferences, memories and
+#   session's id and the versions of the course's lessons and facts snapshots
+#   and the user's memory snapshot, one statement (1); earlier messages (1);
+#   feedback selection (1); facts, process rules, preferences, memories and
 #   lessons from the snapshots (0).
-CONTEXT_GET_QUERIES = 5
+CONTEXT_GET_QUERIES = 4
 # Both for a process whose snapshots are current. A process's first read of a
 # course or user after a change also loads the snapshot (lessons 1, facts and
 # rules 3, memory 2: tests.lessons.test_library,
@@ -725,8 +724,7 @@ CONTEXT_GET_QUERIES = 5
 # them -- a test's own writes, see tests.conftest.snapshot_path -- their rows
 # are read by the statements instead: facts and process rules (2) when the
 # course's facts or tasks changed (a test's task always does), memory (1) when
-# the user's memory did; a message then reads no version when neither snapshot
-# is left (its lessons recall reads none).
+# the user's memory did.
 
 
 def query_budget(kind: str, snapshot_path: str = "in_transaction", *, changed=("corrections",)) -> int:
@@ -735,10 +733,7 @@ def query_budget(kind: str, snapshot_path: str = "in_transaction", *, changed=("
     base = {"context": CONTEXT_GET_QUERIES, "message": MESSAGE_POST_QUERIES}[kind]
     if snapshot_path == "committed":
         return base
-    extra = 2 * ("corrections" in changed) + ("memory" in changed)
-    if kind == "message" and {"corrections", "memory"} <= set(changed):
-        extra -= 1  # no version left to read
-    return base + extra
+    return base + 2 * ("corrections" in changed) + ("memory" in changed)
 
 
 @pytest.mark.django_db
