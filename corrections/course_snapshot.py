@@ -103,11 +103,12 @@ def course_facts_load(course_id) -> CourseFacts:
         for key in token_keys(topic_tokens):
             by_key.setdefault(key, []).append(fact)
     overlaps: dict[object, list[tuple[_Fact, int]]] = {}
-    stored = TaskFactOverlap.objects.filter(task__course_id=course_id, fact_id__in=list(facts)).values_list(
-        "task_id", "fact_id", "hits"
-    )
-    if facts:
-        for task_id, fact_id, hits in stored.iterator(chunk_size=5000):
+    # Joined, not an IN list: one parameter per fact would outgrow SQLite's limit.
+    stored = TaskFactOverlap.objects.filter(
+        task__course_id=course_id, fact__course_id=course_id, fact__status__in=INJECTED_FACT_STATUSES
+    ).values_list("task_id", "fact_id", "hits")
+    for task_id, fact_id, hits in stored.iterator(chunk_size=5000):
+        if fact_id in facts:  # a fact that changed status between the two reads is left out
             overlaps.setdefault(task_id, []).append((facts[fact_id], hits))
     rules = tuple(
         ProcessRule.objects.filter(course_id=course_id).order_by("created_at", "id").values("id", "statement")
@@ -152,7 +153,11 @@ def facts_from_snapshot(
     relevant.sort(key=lambda pair: pair[1].row["confirmed_at"], reverse=True)
     relevant.sort(key=lambda pair: pair[0], reverse=True)
     total = len(relevant)
-    return Selection(rows=[{**fact.row, "matched_total": total} for _, fact in relevant[:limit]], total=total)
+    rows = [
+        {**fact.row, "disputed_with": list(fact.row["disputed_with"]), "matched_total": total}
+        for _, fact in relevant[:limit]
+    ]
+    return Selection(rows=rows, total=total)
 
 
 def rules_from_snapshot(snapshot: CourseFacts, *, limit: int) -> Selection:

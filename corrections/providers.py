@@ -30,7 +30,13 @@ from corrections.course_snapshot import (
     facts_from_snapshot,
     rules_from_snapshot,
 )
-from corrections.injection import Selection, facts_relevant, memory_for_context, process_rules_for_context
+from corrections.injection import (
+    NOTHING,
+    Selection,
+    facts_relevant,
+    memory_for_context,
+    process_rules_for_context,
+)
 from corrections.memory_snapshot import USER_MEMORY, memory_from_snapshot, memory_scope_keys
 from corrections.models import CorrectionType, FactStatus, MemoryTier
 from corrections.relevance import task_query_tokens
@@ -196,6 +202,8 @@ class FactsSection(BudgetedSection):
         task = request.task
         snapshot = course_facts(request)
         if snapshot is not None:
+            if not (message_tokens(request) or task_query_tokens(task)):
+                return NOTHING  # as the statement: neither the message nor the task text has a token
             return facts_from_snapshot(
                 snapshot,
                 task_id=task.pk,

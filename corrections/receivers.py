@@ -48,20 +48,38 @@ def index_task(sender, instance, created, raw, update_fields=None, **kwargs) -> 
     task_index(task=instance, created=created)
 
 
-def course_rows_saved_or_deleted(sender, *, instance, **kwargs) -> None:
-    """A fact or process rule saved (created, edited in the admin) or deleted
-    changes its course's snapshot (``corrections.course_snapshot``); the
-    services' UPDATEs of a fact say so themselves."""
+def course_rows_saved_or_deleted(sender, *, instance, created=False, **kwargs) -> None:
+    """A fact or process rule saved (edited in the admin, approved) or deleted
+    changes its course's snapshot (``corrections.course_snapshot``), which
+    holds verified and disputed facts only: a proposed fact created or
+    deleted changes none. The services' UPDATEs of a fact say so themselves."""
     from corrections.course_snapshot import corrections_changed
+    from corrections.models import INJECTED_FACT_STATUSES, Fact
 
+    fact = isinstance(instance, Fact)
+    if (
+        fact
+        and (created or kwargs.get("signal") is post_delete)
+        and instance.status not in INJECTED_FACT_STATUSES
+    ):
+        return
     corrections_changed(instance.course_id)
 
 
 def memory_item_deleted(sender, *, instance, **kwargs) -> None:
-    """An item deleted through the ORM (the purge of expired ones, a session
-    or user deleted) changes its user's memory snapshot."""
-    from corrections.memory_snapshot import memory_changed
+    """An item deleted through the ORM (the admin, a session or user deleted)
+    changes its user's memory snapshot -- except an expired session item (the
+    purge): the snapshot leaves those out already. Items are written by
+    ``corrections.services.memory`` alone (the admin shows them read-only),
+    which says so itself once their tokens are written."""
+    from django.utils import timezone
 
+    from corrections.memory_snapshot import memory_changed
+    from corrections.models import MemoryTier
+
+    expired = instance.expires_at is not None and instance.expires_at <= timezone.now()
+    if expired and instance.tier == MemoryTier.SESSION:
+        return
     memory_changed(instance.user_id)
 
 
@@ -73,7 +91,7 @@ def connect_receivers() -> None:
     )
     user_message_handled.connect(enqueue_detection, dispatch_uid="corrections.enqueue_detection")
     post_save.connect(index_task, sender=Task, dispatch_uid="corrections.index_task")
-    post_delete.connect(memory_item_deleted, sender=MemoryItem, dispatch_uid="corrections.snapshot.memory")
+    post_delete.connect(memory_item_deleted, sender=MemoryItem, dispatch_uid="corrections.memory.deleted")
     for model in (Fact, ProcessRule):
         uid = f"corrections.snapshot.{model._meta.model_name}"
         post_save.connect(course_rows_saved_or_deleted, sender=model, dispatch_uid=f"{uid}.saved")

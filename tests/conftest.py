@@ -87,5 +87,8 @@ def snapshot_path(request, monkeypatch):
     if request.param == "committed":
         from tutor import snapshots
 
+        # Nothing is ever pending: every read may use the snapshots, and every
+        # change is published on its own, as a commit of its own would.
         monkeypatch.setattr(snapshots, "_dirty", lambda connection: {})
+        monkeypatch.setattr(snapshots, "_still_pending", lambda connection, publish: False)
     return request.param

@@ -138,6 +138,14 @@ def _dirty(connection) -> dict[str, Callable]:
     return marks
 
 
+def _still_pending(connection, publish) -> bool:
+    """Whether ``publish`` still waits in this connection's commit callbacks
+    (the newest are last: a mark of this transaction is found soon)."""
+    if publish is None or not connection.in_atomic_block:
+        return False
+    return any(entry[1] is publish for entry in reversed(connection.run_on_commit))
+
+
 def scope_changed(*keys: str, using: str = DEFAULT_DB_ALIAS) -> None:
     """Record that the rows of ``keys`` change in the current transaction:
     this process's snapshots of them are dropped now, and every process's
@@ -147,8 +155,10 @@ def scope_changed(*keys: str, using: str = DEFAULT_DB_ALIAS) -> None:
     the version is written once."""
     _forget(keys)
     connection = connections[using]
-    marks = _dirty(connection)
-    new = tuple(key for key in dict.fromkeys(keys) if key not in marks)
+    marks = connection.__dict__.setdefault(_DIRTY_ATTRIBUTE, {})
+    # Only the marks of these keys are checked (a full prune per call made a
+    # transaction deleting thousands of rows quadratic).
+    new = tuple(key for key in dict.fromkeys(keys) if not _still_pending(connection, marks.get(key)))
     if not new:
         return
 
@@ -228,6 +238,7 @@ class SnapshotStore:
         self._entries: OrderedDict[tuple, _Entry] = OrderedDict()
         self._lock = threading.Lock()
         self._loading: dict[tuple, threading.Lock] = {}
+        self._by_key: dict[str, set[tuple]] = {}  # scope key → the entries that depend on it
         _STORES.append(self)
 
     def get(
@@ -262,8 +273,16 @@ class SnapshotStore:
             with self._lock:
                 self._entries[keys] = _Entry(signature, now, value)
                 self._entries.move_to_end(keys)
+                for key in keys:
+                    self._by_key.setdefault(key, set()).add(keys)
                 while len(self._entries) > (self.max_entries or SNAPSHOT_MAX_ENTRIES):
-                    self._entries.popitem(last=False)
+                    evicted, _ = self._entries.popitem(last=False)
+                    for key in evicted:
+                        dependents = self._by_key.get(key)
+                        if dependents is not None:
+                            dependents.discard(evicted)
+                            if not dependents:
+                                del self._by_key[key]
         return value
 
     def _current(self, keys: tuple[str, ...], signature: tuple) -> _Entry | None:
@@ -293,10 +312,11 @@ class SnapshotStore:
         with self._lock:
             if keys is None:
                 self._entries.clear()
+                self._by_key.clear()
                 return
-            wanted = set(keys)
-            for entry_keys in [k for k in self._entries if wanted.intersection(k)]:
-                del self._entries[entry_keys]
+            for key in keys:
+                for entry_keys in self._by_key.pop(key, ()):
+                    self._entries.pop(entry_keys, None)
 
 
 def _max_age() -> float:

@@ -17,7 +17,7 @@ from django.utils import timezone
 
 from corrections.conf import setting
 from corrections.course_snapshot import corrections_changed
-from corrections.models import Fact, FactStatus, FactSupporter
+from corrections.models import INJECTED_FACT_STATUSES, Fact, FactStatus, FactSupporter
 from corrections.services.relevance import facts_index
 from corrections.text import topic_key
 from tutor import access
@@ -113,8 +113,9 @@ def fact_support(*, fact: Fact, user, correction, now: datetime) -> bool:
     except IntegrityError:
         return False
     Fact.objects.filter(pk=fact.pk).update(supporter_count=F("supporter_count") + 1, confirmed_at=now)
-    corrections_changed(fact.course_id)
     fact.refresh_from_db(fields=["supporter_count", "confirmed_at", "status"])
+    if fact.status in INJECTED_FACT_STATUSES:  # a proposed fact's confirmation changes no context
+        corrections_changed(fact.course_id)
     if fact.status == FactStatus.PROPOSED and fact.supporter_count >= setting("CORRECTIONS_MIN_SUPPORTERS"):
         fact_transition(
             fact=fact,

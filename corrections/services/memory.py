@@ -41,10 +41,10 @@ def memory_tokens(item: MemoryItem, tokens) -> list[MemoryToken]:
 
 def _set_tokens(item: MemoryItem, tokens: list[str], *, replace: bool) -> None:
     # Called after every save of an item: its tokens carry its updated_at.
-    memory_changed(item.user_id)
     if replace:
         MemoryToken.objects.filter(memory=item).delete()
     MemoryToken.objects.bulk_create(memory_tokens(item, tokens))
+    memory_changed(item.user_id)  # after the writes: outside a transaction it publishes at once
 
 
 def _same_topic_fact(*, user, tokens: list[str]) -> MemoryItem | None:

@@ -25,7 +25,7 @@ from django.db import transaction
 from django.db.models import Count, Max
 
 from corrections.course_snapshot import corrections_changed
-from corrections.models import Fact, FactKey, FactToken, TaskFactOverlap, TaskToken
+from corrections.models import INJECTED_FACT_STATUSES, Fact, FactKey, FactToken, TaskFactOverlap, TaskToken
 from corrections.relevance import reach, task_query_tokens
 from corrections.text import token_keys
 from tutor.models import Task
@@ -39,7 +39,6 @@ def facts_index(*, facts: Iterable[Fact]) -> None:
     for fact in facts:
         by_course[fact.course_id].append(fact)
     for course_id, course_facts in by_course.items():
-        corrections_changed(course_id)
         FactToken.objects.bulk_create(
             FactToken(fact=fact, course_id=course_id, token=token, token_count=fact.token_count)
             for fact in course_facts
@@ -51,6 +50,8 @@ def facts_index(*, facts: Iterable[Fact]) -> None:
             for key in token_keys(fact.topic_tokens)
         )
         TaskFactOverlap.objects.bulk_create(_overlaps_of_facts(course_id, course_facts))
+        if any(fact.status in INJECTED_FACT_STATUSES for fact in course_facts):
+            corrections_changed(course_id)  # after the writes: outside a transaction it publishes at once
 
 
 def _overlaps_of_facts(course_id, facts: list[Fact]) -> list[TaskFactOverlap]:
@@ -76,32 +77,35 @@ def _overlaps_of_facts(course_id, facts: list[Fact]) -> list[TaskFactOverlap]:
 def task_index(*, task: Task, created: bool = False) -> bool:
     """The task's tokens and its overlap with the course's facts, if its
     text's tokens (or its course) changed -- always for a new task; True
-    when written."""
+    when written. The writes are atomic: the course's new snapshot version
+    is written after all of them (``corrections.course_snapshot``)."""
     tokens = list(task_query_tokens(task))
     if not created:
         stored = set(TaskToken.objects.filter(task=task).values_list("course_id", "token"))
         if stored == {(task.course_id, token) for token in tokens}:
             return False
-        TaskToken.objects.filter(task=task).delete()
-        TaskFactOverlap.objects.filter(task=task).delete()
-    corrections_changed(task.course_id)
-    TaskToken.objects.bulk_create(TaskToken(task=task, course_id=task.course_id, token=t) for t in tokens)
-    if tokens:
-        per_fact = (
-            FactToken.objects.filter(course_id=task.course_id, token__in=tokens)
-            .values("fact_id")
-            .annotate(hits=Count("id"), token_count=Max("token_count"))
-            .order_by()
-        )
-        TaskFactOverlap.objects.bulk_create(
-            TaskFactOverlap(
-                task=task,
-                fact_id=row["fact_id"],
-                hits=row["hits"],
-                reach=reach(row["hits"], row["token_count"]),
+    with transaction.atomic():
+        if not created:
+            TaskToken.objects.filter(task=task).delete()
+            TaskFactOverlap.objects.filter(task=task).delete()
+        TaskToken.objects.bulk_create(TaskToken(task=task, course_id=task.course_id, token=t) for t in tokens)
+        if tokens:
+            per_fact = (
+                FactToken.objects.filter(course_id=task.course_id, token__in=tokens)
+                .values("fact_id")
+                .annotate(hits=Count("id"), token_count=Max("token_count"))
+                .order_by()
             )
-            for row in per_fact
-        )
+            TaskFactOverlap.objects.bulk_create(
+                TaskFactOverlap(
+                    task=task,
+                    fact_id=row["fact_id"],
+                    hits=row["hits"],
+                    reach=reach(row["hits"], row["token_count"]),
+                )
+                for row in per_fact
+            )
+        corrections_changed(task.course_id)
     return True
 
 

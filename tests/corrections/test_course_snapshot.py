@@ -10,6 +10,7 @@ These tests commit their writes (``transaction=True``), as a deployment does."""
 
 from __future__ import annotations
 
+import sqlite3
 from datetime import timedelta
 
 import pytest
@@ -168,3 +169,104 @@ def test_another_process_memory_write_is_seen_once_its_version_is_written(settin
         key=user_scope_key("memory", student.pk), defaults={"version": 13, "changed_at": timezone.now()}
     )
     assert preferences(task_context(client, task)) == ["回答详细一些"]
+
+
+def test_a_task_saved_outside_a_transaction_publishes_after_its_overlaps(setting_up, monkeypatch):
+    """What another process loads the moment the new version is written
+    must already hold the task's new overlaps."""
+    import tutor.snapshots
+    from corrections.course_snapshot import COURSE_FACTS, corrections_scope_keys
+    from corrections.models import TaskFactOverlap
+
+    course, task, client, _ = setting_up
+    bulk_facts(course, [(["glossary"], "The glossary is in docs/")])
+    publish, seen = tutor.snapshots._publish, []
+
+    def publish_then_read(keys, using):
+        publish(keys, using)
+        seen.append(TaskFactOverlap.objects.filter(task=task).count())
+        COURSE_FACTS.get(corrections_scope_keys(course.pk), course.pk)  # another reader, right then
+
+    monkeypatch.setattr(tutor.snapshots, "_publish", publish_then_read)
+    task.materials = "A glossary"
+    task.save()  # autocommit
+
+    assert seen and seen[-1] == 1
+    assert statements(task_context(client, task)) == ["The glossary is in docs/"]
+
+
+def test_facts_of_equal_overlap_and_confirmation_come_in_the_statements_order(setting_up):
+    from corrections.course_snapshot import course_facts_load, facts_from_snapshot
+    from corrections.injection import facts_relevant
+    from corrections.text import query_tokens
+
+    course, task, _, _ = setting_up
+    bulk_facts(course, [(["alpha", "bravo"], f"fact {i}") for i in range(30)])
+    Fact.objects.update(confirmed_at=timezone.now().replace(microsecond=0))
+    tokens = query_tokens("alpha bravo", 400)
+    arguments = {"task_id": task.pk, "message_tokens": tokens, "now": timezone.now(), "limit": 8}
+
+    snapshot = facts_from_snapshot(course_facts_load(course.pk), **arguments)
+    statement = facts_relevant(course_id=course.pk, has_task_tokens=True, **arguments)
+
+    assert (snapshot.rows, snapshot.total) == (statement.rows, statement.total)
+
+
+def test_memory_items_of_equal_recency_come_in_the_statements_order(setting_up):
+    from corrections.bench import bulk_memories
+    from corrections.injection import memory_for_context
+    from corrections.memory_snapshot import memory_from_snapshot, user_memory_load
+    from corrections.models import MemoryItem
+
+    student = get_user_model().objects.get(username="snapshot-student")
+    rows = [("factual", ["alpha"], f"m{i}") for i in range(30)] + [
+        ("preference", ["alpha"], f"p{i}") for i in range(30)
+    ]
+    bulk_memories(student.pk, rows)
+    MemoryItem.objects.update(updated_at=timezone.now().replace(microsecond=0))
+    arguments = {
+        "session_id": None,
+        "message_tokens": ["alpha"],
+        "now": timezone.now(),
+        "preferences_limit": 5,
+        "memories_limit": 5,
+    }
+
+    snapshot = memory_from_snapshot(user_memory_load(student.pk), **arguments)
+    statement = memory_for_context(user_id=student.pk, **arguments)
+
+    assert [(s.rows, s.total) for s in snapshot] == [(s.rows, s.total) for s in statement]
+
+
+def test_a_course_with_more_facts_than_sqlite_binds_parameters_loads(setting_up):
+    from corrections.course_snapshot import course_facts_load
+
+    course, task, client, _ = setting_up
+    bulk_facts(course, [([f"word{i}", "materials"], f"fact {i}") for i in range(120)])
+    if connection.vendor == "sqlite":
+        raw = connection.connection
+        limit = raw.setlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER, 100)
+        try:
+            assert len(course_facts_load(course.pk).facts) == 120
+        finally:
+            raw.setlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER, limit)
+    else:
+        assert len(course_facts_load(course.pk).facts) == 120
+
+
+def test_an_item_remembered_outside_a_transaction_or_deleted_is_seen_by_the_next_context(setting_up):
+    from corrections.models import MemoryItem, MemoryTier
+    from corrections.services.memory import memory_remember
+
+    course, task, client, _ = setting_up
+    student = get_user_model().objects.get(username="snapshot-student")
+    assert preferences(task_context(client, task)) == []
+    memory_remember(
+        user=student, course=course, tier=MemoryTier.USER, kind="preference", content="回答简短一些",
+        tokens=["简短"], statement_key="t:1",
+    )  # fmt: skip
+    assert preferences(task_context(client, task)) == ["回答简短一些"]
+
+    MemoryItem.objects.get().delete()  # as the admin deletes
+
+    assert preferences(task_context(client, task)) == []
