@@ -26,13 +26,20 @@ import threading
 from dataclasses import dataclass, field
 from datetime import date
 
-from django.db.models import TextField
-from django.db.models.functions import Cast
 from django.utils import timezone
 
 from lessons.models import Lesson, LessonStatus
 from lessons.recall import LessonRow, RecallContext, RecallParams, RecallResult, recall
-from lessons.selectors import _SQL_SLACK, _probe, _recall_query, _row, _scope, _tag_reach, lessons_recall
+from lessons.selectors import (
+    _ROW_COLUMNS,
+    _SQL_SLACK,
+    _probe,
+    _recall_query,
+    _row,
+    _scope,
+    _tag_reach,
+    lessons_recall,
+)
 from tutor.snapshots import SnapshotStore, Versions, scope_changed, scope_key
 
 LESSONS_SCOPE = "lessons"
@@ -85,20 +92,7 @@ def library_load(course_id) -> Library:
     """One query: every injected lesson of the course's scope."""
     values = (
         Lesson.objects.filter(_scope([course_id]), status=LessonStatus.INJECTED)
-        .annotate(tags_text=Cast("tags", TextField()), symptoms_text=Cast("symptoms", TextField()))
-        .values_list(
-            "id",
-            "title",
-            "body",
-            "tags_text",
-            "symptoms_text",
-            "status",
-            "review_by",
-            "tokens",
-            "last_hit",
-            "injected_at",
-            "course_id",
-        )
+        .values_list(*_ROW_COLUMNS)  # the recall statement's own columns, read by ``_row``
         .order_by()
     )
     tz = timezone.get_current_timezone()

@@ -109,10 +109,9 @@ def expected_facts(course, task: Task, message: str, limit: int) -> tuple[list, 
     return [row[-1] for row in ranked[:limit]], len(ranked)
 
 
-def selected_facts(task: Task, message: str, limit: int) -> tuple[list, int]:
-    """The facts the statement selects."""
+def statement_selection(task: Task, message: str, limit: int):
     cap = setting("CORRECTIONS_QUERY_MAX_TOKENS")
-    selection = facts_relevant(
+    return facts_relevant(
         course_id=task.course_id,
         task_id=task.pk,
         message_tokens=query_tokens(message, cap),
@@ -120,6 +119,11 @@ def selected_facts(task: Task, message: str, limit: int) -> tuple[list, int]:
         now=timezone.now(),
         limit=limit,
     )
+
+
+def selected_facts(task: Task, message: str, limit: int) -> tuple[list, int]:
+    """The facts the statement selects."""
+    selection = statement_selection(task, message, limit)
     return [row["id"] for row in selection.rows], selection.total
 
 
@@ -135,21 +139,9 @@ def snapshot_facts(task: Task, message: str, limit: int) -> tuple[list, int]:
         limit=limit,
     )
     ids = [row["id"] for row in selection.rows]
-    statement = {row["id"]: row for row in statement_rows(task, message, limit)}
+    statement = {row["id"]: row for row in statement_selection(task, message, limit).rows}
     assert [statement[i] for i in ids] == selection.rows  # the same columns and values
     return ids, selection.total
-
-
-def statement_rows(task: Task, message: str, limit: int) -> list[dict]:
-    cap = setting("CORRECTIONS_QUERY_MAX_TOKENS")
-    return facts_relevant(
-        course_id=task.course_id,
-        task_id=task.pk,
-        message_tokens=query_tokens(message, cap),
-        has_task_tokens=bool(task_query_tokens(task)),
-        now=timezone.now(),
-        limit=limit,
-    ).rows
 
 
 SELECTORS = [pytest.param(selected_facts, id="statement"), pytest.param(snapshot_facts, id="snapshot")]
