@@ -6,7 +6,7 @@ at call time, so a test's ``settings`` override takes effect at once.
 
 from __future__ import annotations
 
-from django.conf import settings
+from tutor.conf import optional_setting
 
 DEFAULTS = {
     # Routing (SPEC §5 table; seed 002 §4.1).
@@ -45,7 +45,7 @@ _PERIODS.update({"d": 86400, "day": 86400})
 
 
 def setting(name: str):
-    return getattr(settings, name, DEFAULTS[name])
+    return optional_setting(name, DEFAULTS[name])
 
 
 def rate_limit() -> tuple[int, int]:

@@ -53,6 +53,9 @@ class _Fact:
     row: dict  # FACT_COLUMNS
     tokens: frozenset[str]
     token_count: int
+    # The fact's place among the course's latest confirmed first, ties by id:
+    # the statement's order after the overlap, compared as one integer.
+    order: int
 
 
 @dataclass(frozen=True)
@@ -94,9 +97,11 @@ def course_facts_load(course_id) -> CourseFacts:
         *FACT_COLUMNS, "topic_tokens", "token_count"
     )
     by_key: dict[str, list[_Fact]] = {}
-    for row in rows:
+    latest = sorted(rows, key=lambda row: row["id"])
+    latest.sort(key=lambda row: row["confirmed_at"], reverse=True)
+    for order, row in enumerate(latest):
         topic_tokens = row.pop("topic_tokens") or []
-        fact = _Fact(row=row, tokens=frozenset(topic_tokens), token_count=row.pop("token_count"))
+        fact = _Fact(row=row, tokens=frozenset(topic_tokens), token_count=row.pop("token_count"), order=order)
         facts[row["id"]] = fact
         for token in fact.tokens:
             by_token.setdefault(token, []).append(fact)
@@ -149,9 +154,7 @@ def facts_from_snapshot(
         for fact in candidates
         if fact.row["pinned"] or fact.row["confirmed_at"] >= fresh_since
     ]
-    relevant.sort(key=lambda pair: pair[1].row["id"])
-    relevant.sort(key=lambda pair: pair[1].row["confirmed_at"], reverse=True)
-    relevant.sort(key=lambda pair: pair[0], reverse=True)
+    relevant.sort(key=lambda pair: (-pair[0], pair[1].order))  # overlap, latest confirmed, id
     total = len(relevant)
     rows = [
         {**fact.row, "disputed_with": list(fact.row["disputed_with"]), "matched_total": total}

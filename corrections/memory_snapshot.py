@@ -20,6 +20,7 @@ What changes a snapshot -- an item remembered, refreshed, forgotten or purged
 
 from __future__ import annotations
 
+import heapq
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -44,12 +45,13 @@ def memory_changed(*user_ids) -> None:
 class _Item:
     row: dict  # ITEM_COLUMNS
     tokens: frozenset[str]
+    # The item's place among all the user's items newest first, ties by id:
+    # the statement's order after its overlap, compared as one integer.
+    order: int
 
 
 def _newest_first(items: list[_Item]) -> tuple[_Item, ...]:
-    ordered = sorted(items, key=lambda item: item.row["id"])
-    ordered.sort(key=lambda item: item.row["updated_at"], reverse=True)
-    return tuple(ordered)
+    return tuple(sorted(items, key=lambda item: item.order))
 
 
 @dataclass(frozen=True)
@@ -68,8 +70,10 @@ def user_memory_load(user_id) -> UserMemory:
         tokens.setdefault(memory_id, set()).add(token)
     preferences, others, sessions = [], [], {}
     by_token: dict[str, list[_Item]] = {}
-    for item_id, row in items.items():
-        item = _Item(row=row, tokens=frozenset(tokens.get(item_id, ())))
+    newest = sorted(items.values(), key=lambda row: row["id"])
+    newest.sort(key=lambda row: row["updated_at"], reverse=True)
+    for order, row in enumerate(newest):
+        item = _Item(row=row, tokens=frozenset(tokens.get(row["id"], ())), order=order)
         if row["tier"] == MemoryTier.USER:
             if row["kind"] == CorrectionType.PREFERENCE:
                 preferences.append(item)
@@ -119,11 +123,12 @@ def memory_from_snapshot(
     candidates = {*snapshot.others[:limit], *this_session}
     for token in words:
         candidates.update(snapshot.by_token.get(token, ()))
-    overlap = {item: len(item.tokens & words) for item in candidates}
-    ranked = sorted(candidates, key=lambda item: item.row["id"])
-    ranked.sort(key=lambda item: item.row["updated_at"], reverse=True)
-    ranked.sort(key=lambda item: overlap[item], reverse=True)
-    ranked.sort(key=lambda item: item.row["tier"] != MemoryTier.SESSION)
+    # This session's items first, then by overlap, then newest first (ties by id).
+    ranked = heapq.nsmallest(
+        max(memories_limit, 0),
+        candidates,
+        key=lambda item: (item.row["tier"] != MemoryTier.SESSION, -len(item.tokens & words), item.order),
+    )
     totals = {
         "preferences_total": len(snapshot.preferences),
         "user_total": len(snapshot.preferences) + len(snapshot.others),

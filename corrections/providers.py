@@ -19,6 +19,7 @@ and memories join ``preferences``; every item carries its ``kind``.
 from __future__ import annotations
 
 from abc import abstractmethod
+from functools import lru_cache
 
 from django.utils import timezone
 
@@ -137,13 +138,28 @@ class BudgetedSection(SectionProvider):
         )
 
 
+# A draft is previewed again and again as it is written, and sent once more:
+# the tokens of a short message are kept (they depend on its text alone).
+MESSAGE_TOKENS_CACHED = 1024
+MESSAGE_CACHE_MAX_CHARS = 500
+
+
+@lru_cache(maxsize=MESSAGE_TOKENS_CACHED)
+def _cached_tokens(text: str, cap: int) -> tuple[str, ...]:
+    return tuple(query_tokens(text, cap))
+
+
 def message_tokens(request: ContextRequest) -> list[str]:
     """The message's tokens for the relevance lookups, computed once per
     request for the facts and the memories."""
     shared = request.shared
     if "corrections.message_tokens" not in shared:
         cap = setting("CORRECTIONS_QUERY_MAX_TOKENS")
-        shared["corrections.message_tokens"] = query_tokens(request.message or "", cap)
+        text = request.message or ""
+        tokens = (
+            _cached_tokens(text, cap) if len(text) <= MESSAGE_CACHE_MAX_CHARS else query_tokens(text, cap)
+        )
+        shared["corrections.message_tokens"] = list(tokens)
     return shared["corrections.message_tokens"]
 
 

@@ -76,6 +76,8 @@ def normalize(text: str) -> str:
     """``text`` with full-width forms as ASCII, curly quotes straight and every
     character in lower case, character for character: offsets into the
     result are offsets into ``text``."""
+    if text.isascii():  # no full-width form, no curly quote, and each letter lowers to one
+        return text.lower()
     out = []
     for ch in text:
         code = ord(ch)

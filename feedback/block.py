@@ -11,9 +11,8 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from django.conf import settings
-
 from feedback.selectors import FeedbackSelection, FeedbackState, InvalidReason
+from tutor.conf import optional_setting
 from tutor.fencing import escape_data, fence
 from tutor.rubrics import RUBRIC_ID_MAX_CHARS
 from tutor.sections import cut
@@ -65,13 +64,13 @@ class FeedbackLimits:
 def feedback_limits() -> FeedbackLimits:
     """The budget in force now: the constants above unless a setting overrides one."""
     return FeedbackLimits(
-        block_chars=getattr(settings, "FEEDBACK_BLOCK_CHARS", FEEDBACK_BLOCK_CHARS),
-        max_items=getattr(settings, "FEEDBACK_MAX_ITEMS", FEEDBACK_MAX_ITEMS),
-        criterion_chars=getattr(settings, "FEEDBACK_CRITERION_CHARS", FEEDBACK_CRITERION_CHARS),
-        reason_chars=getattr(settings, "FEEDBACK_REASON_CHARS", FEEDBACK_REASON_CHARS),
-        evidence_chars=getattr(settings, "FEEDBACK_EVIDENCE_CHARS", FEEDBACK_EVIDENCE_CHARS),
-        next_step_chars=getattr(settings, "FEEDBACK_NEXT_STEP_CHARS", FEEDBACK_NEXT_STEP_CHARS),
-        rubric_id_chars=getattr(settings, "FEEDBACK_RUBRIC_ID_CHARS", FEEDBACK_RUBRIC_ID_CHARS),
+        block_chars=optional_setting("FEEDBACK_BLOCK_CHARS", FEEDBACK_BLOCK_CHARS),
+        max_items=optional_setting("FEEDBACK_MAX_ITEMS", FEEDBACK_MAX_ITEMS),
+        criterion_chars=optional_setting("FEEDBACK_CRITERION_CHARS", FEEDBACK_CRITERION_CHARS),
+        reason_chars=optional_setting("FEEDBACK_REASON_CHARS", FEEDBACK_REASON_CHARS),
+        evidence_chars=optional_setting("FEEDBACK_EVIDENCE_CHARS", FEEDBACK_EVIDENCE_CHARS),
+        next_step_chars=optional_setting("FEEDBACK_NEXT_STEP_CHARS", FEEDBACK_NEXT_STEP_CHARS),
+        rubric_id_chars=optional_setting("FEEDBACK_RUBRIC_ID_CHARS", FEEDBACK_RUBRIC_ID_CHARS),
     )
 
 

@@ -9,7 +9,7 @@ class LessonsConfig(AppConfig):
         from django.db.models.signals import post_delete, post_save
 
         from feedback.signals import attempt_finished
-        from lessons.library import LESSONS_SCOPE
+        from lessons.library import LESSONS_SCOPE, OTHER_LESSONS_SCOPE
         from lessons.models import Lesson
         from lessons.providers import LessonsSection
         from lessons.receivers import capture_on_attempt_finished, lesson_saved_or_deleted
@@ -22,6 +22,8 @@ class LessonsConfig(AppConfig):
         # Read with every tutor request's task (tutor.snapshots.version_subqueries).
         register_request_scope(LESSONS_SCOPE, "course")
         register_request_scope(LESSONS_SCOPE, "global")
+        register_request_scope(OTHER_LESSONS_SCOPE, "course")
+        register_request_scope(OTHER_LESSONS_SCOPE, "global")
         register_staff_view_models("lessons", ["lesson", "skillcandidate", "recalltrace"])
         attempt_finished.connect(capture_on_attempt_finished, dispatch_uid="lessons.capture")
         post_save.connect(lesson_saved_or_deleted, sender=Lesson, dispatch_uid="lessons.snapshot_saved")

@@ -1,27 +1,34 @@
-"""A course's injected lessons as a snapshot kept per process (SPEC §6, §10).
+"""A course's lessons as snapshots kept per process (SPEC §6, §10).
 
-The context preview recalls from a snapshot of the scope's injected lessons
-(the course's and the global ones), indexed by normalized tag and by symptom
-anchor, instead of searching the library in SQL on every request: a preview
-then reads only the scopes' versions (``tutor.snapshots``). A real send keeps
-the statement of ``lessons.selectors.lessons_recall``: its trace counts every
-lesson of the scope per stage and lists filtered ones, and it reads which
-lessons its session already used.
+A tutor request recalls from snapshots of its scope (the course's lessons
+and the global ones) instead of searching the library in SQL: the request
+then reads only the scopes' versions (``tutor.snapshots``). Two snapshots
+per scope: its injected lessons, indexed by normalized tag and by symptom
+anchor (what a preview and a send recall from), and its lessons in every
+other status (what a send's trace lists as filtered, and counts). A draft
+captured from a review changes the second only, so the injected lessons --
+the large snapshot -- are not loaded again for it.
 
-The decisions are the statement's: the snapshot hands ``lessons.recall`` a
-superset of the lessons that can reach the floor (every lesson with a phrase
-found in the texts, and every lesson sharing enough of the context's tags to
-reach ``floor − W_DECAY`` by tags alone), and ctx.symptoms are the phrases of
-injected lessons found by the same test (the anchor among the texts' tokens,
-the marked phrase in the marked texts).
+The decisions are the recall statement's (``lessons.selectors.lessons_recall``):
+the snapshot hands ``lessons.recall`` a superset of the lessons that can
+reach the floor (every lesson with a phrase found in the texts, and every
+lesson sharing enough of the context's tags to reach ``floor − W_DECAY`` by
+tags alone), and ctx.symptoms are the phrases of injected lessons found by
+the same test (the anchor among the texts' tokens, the marked phrase in the
+marked texts). A real send adds the lessons of other statuses that could
+reach the floor (its trace's filtered lines), the stage counts from both
+snapshots (active and expired by review date, every other status), and
+which recalled lessons its session already used (one small query).
 
 What changes a snapshot -- a lesson created, moved between statuses, renewed,
-deleted, or hit on a day it was not yet hit (its decay part) -- calls
-``lessons_changed`` in the transaction of the change.
+edited, deleted, or hit on a day it was not yet hit (its decay part) -- calls
+``lessons_changed`` in the transaction of the change (a lesson created or
+deleted outside ``injected``: ``other_lessons_changed``).
 """
 
 from __future__ import annotations
 
+import bisect
 import threading
 from dataclasses import dataclass, field
 from datetime import date
@@ -29,7 +36,7 @@ from datetime import date
 from django.utils import timezone
 
 from lessons.models import Lesson, LessonStatus
-from lessons.recall import LessonRow, RecallContext, RecallParams, RecallResult, recall
+from lessons.recall import LessonRow, RecallContext, RecallParams, RecallResult, Totals, recall
 from lessons.selectors import (
     _ROW_COLUMNS,
     _SQL_SLACK,
@@ -39,10 +46,12 @@ from lessons.selectors import (
     _scope,
     _tag_reach,
     lessons_recall,
+    session_used_lessons,
 )
 from tutor.snapshots import SnapshotStore, Versions, scope_changed, scope_key
 
 LESSONS_SCOPE = "lessons"
+OTHER_LESSONS_SCOPE = "lessons_other"  # the scope's lessons in every status but injected
 # Tag sets of tasks whose candidates one snapshot remembers (a task's tags are fixed).
 TAG_MEMO_SIZE = 512
 
@@ -52,19 +61,35 @@ def lessons_scope_keys(course_id) -> tuple[str, str]:
     return scope_key(LESSONS_SCOPE, course_id), scope_key(LESSONS_SCOPE, None)
 
 
+def other_lessons_scope_keys(course_id) -> tuple[str, str]:
+    return scope_key(OTHER_LESSONS_SCOPE, course_id), scope_key(OTHER_LESSONS_SCOPE, None)
+
+
 def lessons_changed(*course_ids) -> None:
     """Lessons of these courses (None: global ones) change in this transaction."""
-    scope_changed(*(scope_key(LESSONS_SCOPE, course_id) for course_id in course_ids))
+    scope_changed(
+        *(
+            scope_key(scope, course_id)
+            for course_id in course_ids
+            for scope in (LESSONS_SCOPE, OTHER_LESSONS_SCOPE)
+        )
+    )
+
+
+def other_lessons_changed(*course_ids) -> None:
+    """Lessons of these courses outside ``injected`` are created or deleted in this transaction."""
+    scope_changed(*(scope_key(OTHER_LESSONS_SCOPE, course_id) for course_id in course_ids))
 
 
 @dataclass
 class Library:
-    """The injected lessons of one scope, indexed for recall."""
+    """Lessons of one scope (its injected ones, or those of every other status), indexed for recall."""
 
     rows: tuple[LessonRow, ...]
+    review_dates: tuple[date, ...]  # the rows' review dates, in order
     by_tag: dict[str, tuple[LessonRow, ...]]
-    # anchor → (phrase, marked phrase, lesson) of every symptom with that anchor
-    by_anchor: dict[str, tuple[tuple[str, str, LessonRow], ...]]
+    # anchor → (phrase, marked phrase, its lessons) of every symptom with that anchor
+    by_anchor: dict[str, tuple[tuple[str, str, tuple[LessonRow, ...]], ...]]
     _tag_memo: dict = field(default_factory=dict)
     _memo_lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -88,58 +113,103 @@ class Library:
         return found
 
 
-def library_load(course_id) -> Library:
-    """One query: every injected lesson of the course's scope."""
-    values = (
-        Lesson.objects.filter(_scope([course_id]), status=LessonStatus.INJECTED)
-        .values_list(*_ROW_COLUMNS)  # the recall statement's own columns, read by ``_row``
-        .order_by()
-    )
+def _library(values) -> Library:
     tz = timezone.get_current_timezone()
     rows = tuple(_row(value, tz) for value in values)
     by_tag: dict[str, list[LessonRow]] = {}
-    by_anchor: dict[str, list[tuple[str, str, LessonRow]]] = {}
+    by_anchor: dict[str, dict[str, tuple[str, list[LessonRow]]]] = {}
     for row in rows:
         for tag in row.tags:
             by_tag.setdefault(tag, []).append(row)
         for phrase in row.symptoms:
             anchor, mark = _probe(phrase)
-            by_anchor.setdefault(anchor, []).append((phrase, mark, row))
+            by_anchor.setdefault(anchor, {}).setdefault(phrase, (mark, []))[1].append(row)
     return Library(
         rows=rows,
+        review_dates=tuple(sorted(row.review_by for row in rows)),
         by_tag={tag: tuple(found) for tag, found in by_tag.items()},
-        by_anchor={anchor: tuple(found) for anchor, found in by_anchor.items()},
+        by_anchor={
+            anchor: tuple((phrase, mark, tuple(found)) for phrase, (mark, found) in phrases.items())
+            for anchor, phrases in by_anchor.items()
+        },
     )
 
 
+def _scope_lessons(course_id):
+    # The recall statement's own columns, read by ``_row``.
+    return Lesson.objects.filter(_scope([course_id])).order_by().values_list(*_ROW_COLUMNS)
+
+
+def library_load(course_id) -> Library:
+    """One query: every injected lesson of the course's scope."""
+    return _library(_scope_lessons(course_id).filter(status=LessonStatus.INJECTED))
+
+
+def other_library_load(course_id) -> Library:
+    """One query: every lesson of the course's scope in another status."""
+    return _library(_scope_lessons(course_id).exclude(status=LessonStatus.INJECTED))
+
+
 LIBRARIES = SnapshotStore("lessons", library_load)
+OTHER_LIBRARIES = SnapshotStore("lessons_other", other_library_load)
 
 
 def library_recall(
-    library: Library, *, tags, texts: list[str], today: date, params: RecallParams
+    library: Library,
+    *,
+    tags,
+    texts: list[str],
+    today: date,
+    params: RecallParams,
+    others: Library | None = None,
+    lines: bool = False,
 ) -> RecallResult:
-    """Recall over ``library`` for a context's tags and texts: the decisions
-    of ``lessons_recall`` without counts, lines or session (a preview)."""
+    """Recall over ``library`` (injected lessons) for a context's tags and
+    texts: the decisions of ``lessons_recall`` without counts. With
+    ``others`` (the scope's lessons of other statuses) the lessons of those
+    that could reach the floor are read too, as the statement reads them:
+    a trace ``lines`` lists them as filtered."""
     query = _recall_query(None, tags, None, texts)
     haystack = query.haystack
     found: set[str] = set()
     candidates: dict[object, LessonRow] = {}
     for anchor in query.anchors:
-        for phrase, mark, row in library.by_anchor.get(anchor, ()):
+        for phrase, mark, lessons in library.by_anchor.get(anchor, ()):
             if mark in haystack:
                 found.add(phrase)
-                candidates[row.id] = row
+                for row in lessons:
+                    candidates[row.id] = row
+    symptoms = tuple(sorted(found))
     if params.reach <= 0:  # every lesson can reach the floor
-        rows: tuple[LessonRow, ...] | list[LessonRow] = library.rows
+        rows = [*library.rows, *(others.rows if others is not None else ())]
     else:
-        if query.tags:
-            need = _tag_reach(params.w_tag / len(query.tags), params.reach - _SQL_SLACK)
-            if 1 <= need <= len(query.tags):
-                for row in library.tag_candidates(query.tags, need):
+        need = _tag_reach(params.w_tag / len(query.tags), params.reach - _SQL_SLACK) if query.tags else 0
+        by_tags = 1 <= need <= len(query.tags)
+        if by_tags:
+            for row in library.tag_candidates(query.tags, need):
+                candidates[row.id] = row
+        if others is not None:
+            # Another status's lesson scores its symptoms against ctx.symptoms
+            # (phrases of injected lessons) alone: its phrases among those, or its tags.
+            for phrase in symptoms:
+                for other_phrase, _, lessons in others.by_anchor.get(_probe(phrase)[0], ()):
+                    if other_phrase == phrase:
+                        for row in lessons:
+                            candidates[row.id] = row
+            if by_tags:
+                for row in others.tag_candidates(query.tags, need):
                     candidates[row.id] = row
         rows = list(candidates.values())
-    ctx = RecallContext(tags=query.tags, symptoms=tuple(sorted(found)), today=today)
-    return recall(rows, None, ctx, params, lines=False)
+    ctx = RecallContext(tags=query.tags, symptoms=symptoms, today=today)
+    return recall(rows, None, ctx, params, lines=lines)
+
+
+def scope_totals(library: Library, others: Library, today: date) -> Totals:
+    """The scope's stage counts (``lessons.selectors._stage_counts``): its
+    injected lessons up for review today or later, those past it, and every
+    lesson in another status."""
+    expired = bisect.bisect_left(library.review_dates, today)
+    return Totals(active=len(library.rows) - expired, expired=expired, other_status=len(others.rows))
 
 
 def lessons_preview_recall(
@@ -154,3 +224,33 @@ def lessons_preview_recall(
     return library_recall(
         library, tags=tags, texts=texts, today=timezone.localdate(), params=RecallParams.from_settings()
     )
+
+
+def lessons_send_recall(
+    *, course_id, tags, texts: list[str], session_id, versions: Versions | None = None
+) -> RecallResult:
+    """Recall for a real send of a task of ``course_id`` (SPEC §6): what
+    ``lessons_recall`` with its stage counts and trace lines returns, from the
+    scope's two snapshots, and which recalled lessons the session already
+    used (one query, none when nothing is recalled); inside a transaction
+    that changed the scope, the statement itself."""
+    library = LIBRARIES.get(lessons_scope_keys(course_id), course_id, versions)
+    others = (
+        None
+        if library is None
+        else OTHER_LIBRARIES.get(other_lessons_scope_keys(course_id), course_id, versions)
+    )
+    if library is None or others is None:
+        return lessons_recall(course_ids=[course_id], tags=tags, texts=texts, session_id=session_id)
+    today = timezone.localdate()
+    result = library_recall(
+        library,
+        tags=tags,
+        texts=texts,
+        today=today,
+        params=RecallParams.from_settings(),
+        others=others,
+        lines=True,
+    ).with_totals(scope_totals(library, others, today))
+    result.used_in_session = session_used_lessons(session_id, result.recalled_ids)
+    return result

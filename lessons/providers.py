@@ -11,9 +11,13 @@ recalled lessons only; the trace -- with the titles of lessons not recalled
 
 from __future__ import annotations
 
-from lessons.library import lessons_preview_recall, lessons_scope_keys
+from lessons.library import (
+    lessons_preview_recall,
+    lessons_scope_keys,
+    lessons_send_recall,
+    other_lessons_scope_keys,
+)
 from lessons.recall import recalled_item
-from lessons.selectors import lessons_recall
 from lessons.services.usage import recall_record
 from lessons.text import render_lesson
 from tutor.fencing import fence
@@ -50,11 +54,12 @@ class LessonsSection(SectionProvider):
     data_key = "lessons"
 
     def build(self, request: ContextRequest) -> Section:
-        # At most one query (SPEC §10). A preview recalls from the scope's
-        # snapshot (``lessons.library``: the query reads its versions) and
-        # writes no trace line; a real send runs the statement, which also
-        # counts the scope's lessons per stage for the trace ``after_send``
-        # stores, and reads which lessons its session already used.
+        # At most one query (SPEC §10). Both recall from the scope's
+        # snapshots (``lessons.library``: the request's first query reads
+        # their versions). A preview writes no trace line; a real send also
+        # lists and counts the scope's other lessons for the trace
+        # ``after_send`` stores, and reads which recalled lessons its session
+        # already used.
         if request.preview:
             result = lessons_preview_recall(
                 course_id=request.task.course_id,
@@ -63,11 +68,12 @@ class LessonsSection(SectionProvider):
                 versions=request.snapshot_versions,
             )
         else:
-            result = lessons_recall(
-                course_ids=[request.task.course_id],
+            result = lessons_send_recall(
+                course_id=request.task.course_id,
                 tags=request.task.tags or [],
                 texts=symptom_texts(request),
                 session_id=request.session_id,
+                versions=request.snapshot_versions,
             )
         text = ""
         if result.recalled:
@@ -84,7 +90,10 @@ class LessonsSection(SectionProvider):
         )
 
     def snapshot_keys(self, request: ContextRequest) -> tuple[str, ...]:
-        return lessons_scope_keys(request.task.course_id) if request.preview else ()
+        course_id = request.task.course_id
+        if request.preview:
+            return lessons_scope_keys(course_id)
+        return lessons_scope_keys(course_id) + other_lessons_scope_keys(course_id)
 
     def after_send(self, request: ContextRequest, section: Section) -> None:
         """The stored trace, hit counts and promotion of a real send."""

@@ -23,11 +23,13 @@ its decision instead of listed, like every line beyond ``max_lines``.
 from __future__ import annotations
 
 import math
+import uuid
 from dataclasses import dataclass, field, replace
 from datetime import date
 
-from django.conf import settings
 from django.db import models
+
+from tutor.conf import optional_setting
 
 # Seed 003 step 2 (SPEC §6). Overridable by settings of the same names.
 LESSON_RECALL_W_TAG = 0.5  # tags are pinned by a human reviewer: the most trusted signal
@@ -69,9 +71,7 @@ class RecallParams:
 
     @classmethod
     def from_settings(cls) -> RecallParams:
-        def get(name, default):
-            return getattr(settings, name, default)
-
+        get = optional_setting
         return cls(
             w_tag=float(get("LESSON_RECALL_W_TAG", LESSON_RECALL_W_TAG)),
             w_symptom=float(get("LESSON_RECALL_W_SYMPTOM", LESSON_RECALL_W_SYMPTOM)),
@@ -255,9 +255,13 @@ def _lines(
         scored_line(item) for item in candidates if item.decision == Decision.RECALLED or id(item) in others
     ]
     room = max(params.max_lines - len(scored_lines), 0)
-    filtered.sort(key=lambda pair: str(pair[0].id))
+    filtered.sort(key=lambda pair: _id_order(pair[0].id))
     filtered_lines = [filtered_line(row, decision) for row, decision in filtered[:room]]
     return filtered_lines, scored_lines
+
+
+def _id_order(lesson_id) -> int | str:
+    return lesson_id.int if isinstance(lesson_id, uuid.UUID) else str(lesson_id)
 
 
 def recall(
@@ -301,7 +305,8 @@ def recall(
         candidates.append(
             Scored(row=row, score=total, components={"tag": tag, "symptom": symptom, "decay": decay})
         )
-    candidates.sort(key=lambda s: (-s.score, str(s.row.id)))
+    # Ties by id as text: a UUID's integer orders as its text does, and costs nothing to read.
+    candidates.sort(key=lambda s: (-s.score, _id_order(s.row.id)))
     recalled, used = apply_brakes(candidates, params)
 
     filtered_lines, scored_lines = _lines(filtered, candidates, recalled, params) if lines else ([], [])

@@ -545,6 +545,26 @@ def _statement_rows(
     return _run(_bind(query, params, today, with_counts, session_id))
 
 
+def session_used_queryset(*, session_id, lesson_ids):
+    return (
+        LessonHit.objects.filter(session_id=session_id, lesson_id__in=lesson_ids)
+        .values("lesson_id")
+        .order_by()
+    )
+
+
+SESSION_USED = PreparedQuery(session_used_queryset, session_id="uuid", lesson_ids="uuid[]")
+
+
+def session_used_lessons(session_id, lesson_ids) -> frozenset:
+    """Which of ``lesson_ids`` the tutor session has already used (one query;
+    none without a session or a lesson)."""
+    if session_id is None or not lesson_ids:
+        return frozenset()
+    rows = SESSION_USED.rows(session_id=session_id, lesson_ids=_padded(list(lesson_ids)))
+    return frozenset(row["lesson_id"] for row in rows)
+
+
 def _row(values: tuple, tz) -> LessonRow:
     lesson_id, title, body, tags, symptoms, status = values[:6]
     review_by, tokens, last_hit, injected_at, course_id = values[6:]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from django.conf import settings
+from tutor.conf import optional_setting
 
 HISTORY_MAX_MESSAGES = 12
 HISTORY_MAX_CHARS = 6000
@@ -10,8 +10,8 @@ HISTORY_MAX_CHARS = 6000
 
 def history_limits() -> tuple[int, int]:
     return (
-        getattr(settings, "HISTORY_MAX_MESSAGES", HISTORY_MAX_MESSAGES),
-        getattr(settings, "HISTORY_MAX_CHARS", HISTORY_MAX_CHARS),
+        optional_setting("HISTORY_MAX_MESSAGES", HISTORY_MAX_MESSAGES),
+        optional_setting("HISTORY_MAX_CHARS", HISTORY_MAX_CHARS),
     )
 
 

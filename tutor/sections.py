@@ -7,7 +7,7 @@ constants, overridable in settings under the same name.
 
 from __future__ import annotations
 
-from django.conf import settings
+from tutor.conf import optional_setting
 
 ELLIPSIS = "…"
 TASK_GOAL_CHARS = 1000
@@ -17,7 +17,7 @@ TASK_MATERIALS_CHARS = 2000
 
 
 def budget(name: str, default: int) -> int:
-    return int(getattr(settings, name, default))
+    return int(optional_setting(name, default))
 
 
 def cut(text: str, limit: int) -> tuple[str, bool]:

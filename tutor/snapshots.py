@@ -36,10 +36,10 @@ from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from django.conf import settings
 from django.db import DEFAULT_DB_ALIAS, DatabaseError, connections, transaction
 from django.utils import timezone
 
+from tutor.conf import optional_setting
 from tutor.models import ScopeVersion
 from tutor.prepared import PreparedQuery
 
@@ -320,7 +320,7 @@ class SnapshotStore:
 
 
 def _max_age() -> float:
-    return float(getattr(settings, "TUTOR_SNAPSHOT_MAX_AGE", SNAPSHOT_MAX_AGE_SECONDS))
+    return float(optional_setting("TUTOR_SNAPSHOT_MAX_AGE", SNAPSHOT_MAX_AGE_SECONDS))
 
 
 def _forget(keys: Iterable[str]) -> None:

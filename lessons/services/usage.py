@@ -4,7 +4,6 @@ candidate. Previews never come here."""
 
 from __future__ import annotations
 
-from django.conf import settings
 from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
@@ -14,6 +13,7 @@ from lessons.library import lessons_changed
 from lessons.models import Lesson, LessonHit, RecalledLesson, RecallTrace, SkillCandidate
 from lessons.recall import RecallResult
 from tutor.audit import audit_record
+from tutor.conf import optional_setting
 from tutor.errors import Conflict
 from tutor.models import AuditEvent
 
@@ -22,7 +22,7 @@ LESSON_PROMOTE_HITS = 3
 
 
 def promote_hits() -> int:
-    return int(getattr(settings, "LESSON_PROMOTE_HITS", LESSON_PROMOTE_HITS))
+    return int(optional_setting("LESSON_PROMOTE_HITS", LESSON_PROMOTE_HITS))
 
 
 def _trace(result: RecallResult, *, student, task, session_id, correlation_id: str) -> RecallTrace:

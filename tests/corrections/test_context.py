@@ -11,7 +11,7 @@ from corrections.bench import bulk_facts, bulk_memories
 from corrections.models import CorrectionCase, Fact, MemoryItem, ProcessRule
 from corrections.services.cases import case_dispute
 from tests.corrections.conftest import RAINFALL_500, RAINFALL_630, RAINFALL_QUESTION
-from tests.tutor.test_context import DETECTION_QUERIES, query_budget
+from tests.tutor.test_context import DETECTION_QUERIES, query_budget, warm_send_snapshots
 
 RAINFALL = ["北京", "年均", "降雨量"]
 # Every test twice: the course's rows read inside the test's transaction, and
@@ -233,6 +233,7 @@ def test_message_queries_do_not_grow_with_facts_and_memories(
     seed_volume(task.course, student, volume)
     chat = chat_for(student)
     chat.context(RAINFALL_QUESTION)  # this process's snapshots of the course
+    warm_send_snapshots(task.course_id)
 
     with django_assert_num_queries(query_budget("message", snapshot_path, changed=SEEDED)):
         chat.send("what now?")
@@ -249,6 +250,7 @@ def test_a_conflicting_correction_costs_the_same_queries_at_any_volume(
     chat = chat_for(student)
     chat.send(RAINFALL_QUESTION, reply=RAINFALL_630)
     chat.context(RAINFALL_QUESTION)  # this process's snapshots, after what that turn wrote
+    warm_send_snapshots(task.course_id)
 
     with django_assert_num_queries(conflict_post_queries(snapshot_path)):
         chat.send("实际上北京年均降雨量是 580mm")

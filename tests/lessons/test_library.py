@@ -14,10 +14,18 @@ from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from lessons.library import LIBRARIES, lessons_changed, lessons_scope_keys, library_load, library_recall
-from lessons.models import Lesson, LessonStatus
+from lessons.library import (
+    LIBRARIES,
+    lessons_changed,
+    lessons_scope_keys,
+    library_load,
+    library_recall,
+    other_library_load,
+    scope_totals,
+)
+from lessons.models import Lesson, LessonHit, LessonStatus, RecallTrace
 from lessons.recall import RecallParams
-from lessons.selectors import lessons_recall
+from lessons.selectors import lessons_recall, session_used_lessons
 from tests.concurrency import concurrent_writers, interleave
 from tests.factories import client_for, enroll, make_course, make_task
 from tests.lessons.conftest import make_lesson
@@ -104,6 +112,117 @@ def test_the_snapshot_decides_as_the_recall_statement(course, other_course, sett
         assert snapshot.cut_relevant == statement.cut_relevant
         recalled_any += bool(statement.recalled)
     assert recalled_any > 30  # the contexts do recall
+
+
+def lines_of(result) -> list[dict]:
+    return result.lines
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("overrides", PARAMS)
+def test_a_send_recalls_lists_and_counts_from_the_snapshots_as_the_statement(
+    course, other_course, task, student, settings, overrides
+):
+    from tests.lessons.conftest import make_trace
+    from tutor.models import TutorSession
+
+    for name, value in overrides.items():
+        setattr(settings, name, value)
+    settings.LESSON_TRACE_MAX_LINES = 12  # some traces list fewer lines than they count
+    rng = random.Random(20261204)
+    random_library(rng, course, other_course)
+    session = TutorSession.objects.create(student=student, task=task)
+    used = rng.sample(list(Lesson.objects.filter(status=LessonStatus.INJECTED)), 25)
+    trace = make_trace(student=student, task=task)
+    LessonHit.objects.bulk_create(LessonHit(lesson=lesson, session=session, trace=trace) for lesson in used)
+    library, others = library_load(course.pk), other_library_load(course.pk)
+    params = RecallParams.from_settings()
+    today = timezone.localdate()
+    listed_filtered = used_seen = 0
+
+    for _ in range(120):
+        tags = rng.sample(TAGS, rng.randint(0, 6))
+        texts = random_texts(rng)
+        statement = lessons_recall(course_ids=[course.pk], tags=tags, texts=texts, session_id=session.pk)
+        snapshot = library_recall(
+            library, tags=tags, texts=texts, today=today, params=params, others=others, lines=True
+        ).with_totals(scope_totals(library, others, today))
+        snapshot.used_in_session = session_used_lessons(session.pk, snapshot.recalled_ids)
+
+        assert snapshot.context == statement.context
+        assert [(s.row.id, s.score, s.components) for s in snapshot.recalled] == [
+            (s.row.id, s.score, s.components) for s in statement.recalled
+        ]
+        assert lines_of(snapshot) == lines_of(statement)
+        assert (snapshot.counts, snapshot.omitted, snapshot.used_tokens) == (
+            statement.counts,
+            statement.omitted,
+            statement.used_tokens,
+        )
+        recalled_ids = set(snapshot.recalled_ids)
+        assert snapshot.used_in_session == {i for i in statement.used_in_session if i in recalled_ids}
+        listed_filtered += any(line["decision"] == "filtered_status" for line in snapshot.lines)
+        used_seen += bool(snapshot.used_in_session)
+    assert used_seen > 5  # the contexts do recall lessons the session used
+    if params.reach > 0:  # else the scored lines take every line
+        assert listed_filtered > 10  # and list lessons of other statuses
+
+
+@pytest.mark.django_db
+def test_a_warm_send_stores_the_statements_trace_reading_no_lesson(
+    course, task, student_client, fake_llm, django_capture_on_commit_callbacks
+):
+    from tests.lessons.conftest import bulk_lessons
+
+    fake_llm.default = "Let's look."
+
+    def library():
+        bulk_lessons(course, 40)
+        bulk_lessons(course, 3, tags=TASK_TAGS)
+        lessons_changed(course.pk)  # bulk_create sends no signal
+        for _ in range(2):
+            make_lesson(course=course, tags=TASK_TAGS, status=LessonStatus.PENDING)
+
+    committed(django_capture_on_commit_callbacks, library)
+    session = open_session(student_client, task)
+    for message in ("what now?", "and now?"):  # the lessons' first hits renew the snapshot: reloaded
+        with django_capture_on_commit_callbacks(execute=True):
+            send(student_client, session, message)
+    statement = lessons_recall(
+        course_ids=[course.pk], tags=TASK_TAGS, texts=["and then?"], session_id=session
+    )
+
+    with CaptureQueriesContext(connection) as warm, django_capture_on_commit_callbacks(execute=True):
+        send(student_client, session, "and then?")
+
+    assert lessons_queries(warm.captured_queries) == []
+    trace = RecallTrace.objects.order_by("created_at", "id").last()
+    assert trace.lines == statement.lines and trace.counts == statement.counts
+    assert trace.counts["filtered_status"] == 2 and trace.counts["recalled"] == 3
+    assert LessonHit.objects.filter(session_id=session).count() == 3  # the second send used them again
+
+
+@pytest.mark.django_db
+def test_a_draft_created_renews_only_the_snapshot_of_the_other_statuses(
+    course, task, student_client, fake_llm, django_capture_on_commit_callbacks
+):
+    fake_llm.default = "Let's look."
+    committed(django_capture_on_commit_callbacks, lambda: make_lesson(course=course, tags=TASK_TAGS))
+    session = open_session(student_client, task)
+    with django_capture_on_commit_callbacks(execute=True):
+        send(student_client, session, "what now?")
+    injected_version = ScopeVersion.objects.get(key=scope_key("lessons", course.pk)).version
+
+    committed(
+        django_capture_on_commit_callbacks,
+        lambda: make_lesson(course=course, tags=TASK_TAGS, status=LessonStatus.PENDING),
+    )
+    with django_capture_on_commit_callbacks(execute=True):
+        send(student_client, session, "and then?")
+
+    assert ScopeVersion.objects.get(key=scope_key("lessons", course.pk)).version == injected_version
+    trace = RecallTrace.objects.order_by("created_at", "id").last()
+    assert trace.counts["filtered_status"] == 1  # the draft, seen by the next send's trace
 
 
 @pytest.mark.django_db
