@@ -1,7 +1,8 @@
 """The named settings of the corrections app (SPEC §5), with their defaults.
 
 ``tutor/settings.py`` reads each from the environment; code reads them here
-at call time, so a test's ``settings`` override takes effect at once.
+(``tutor.conf.optional_setting``: kept until a setting changes), so a test's
+``settings`` override takes effect at once.
 """
 
 from __future__ import annotations

@@ -22,17 +22,19 @@ which recalled lessons its session already used (one small query).
 
 What changes a snapshot -- a lesson created, moved between statuses, renewed,
 edited, deleted, or hit on a day it was not yet hit (its decay part) -- calls
-``lessons_changed`` in the transaction of the change (a lesson created or
-deleted outside ``injected``: ``other_lessons_changed``).
+``lessons_changed`` in the transaction of the change, naming the snapshots
+it changes (a hit, the injected lessons'; a draft created, the others').
 """
 
 from __future__ import annotations
 
 import bisect
+import functools
 import threading
 from dataclasses import dataclass, field
 from datetime import date
 
+from django.db.models import Value
 from django.utils import timezone
 
 from lessons.models import Lesson, LessonStatus
@@ -46,7 +48,7 @@ from lessons.selectors import (
     _scope,
     _tag_reach,
     lessons_recall,
-    session_used_lessons,
+    recalled_now,
 )
 from tutor.snapshots import SnapshotStore, Versions, scope_changed, scope_key
 
@@ -65,20 +67,14 @@ def other_lessons_scope_keys(course_id) -> tuple[str, str]:
     return scope_key(OTHER_LESSONS_SCOPE, course_id), scope_key(OTHER_LESSONS_SCOPE, None)
 
 
-def lessons_changed(*course_ids) -> None:
-    """Lessons of these courses (None: global ones) change in this transaction."""
-    scope_changed(
-        *(
-            scope_key(scope, course_id)
-            for course_id in course_ids
-            for scope in (LESSONS_SCOPE, OTHER_LESSONS_SCOPE)
-        )
-    )
-
-
-def other_lessons_changed(*course_ids) -> None:
-    """Lessons of these courses outside ``injected`` are created or deleted in this transaction."""
-    scope_changed(*(scope_key(OTHER_LESSONS_SCOPE, course_id) for course_id in course_ids))
+def lessons_changed(*course_ids, injected: bool = True, other: bool = True) -> None:
+    """Lessons of these courses (None: global ones) change in this
+    transaction: ``injected`` ones, lessons of ``other`` statuses, or both
+    (a move between the two)."""
+    scopes = [
+        scope for scope, changed in ((LESSONS_SCOPE, injected), (OTHER_LESSONS_SCOPE, other)) if changed
+    ]
+    scope_changed(*(scope_key(scope, course_id) for course_id in course_ids for scope in scopes))
 
 
 @dataclass
@@ -135,9 +131,13 @@ def _library(values) -> Library:
     )
 
 
-def _scope_lessons(course_id):
+def _scope_lessons(course_id, columns=_ROW_COLUMNS):
     # The recall statement's own columns, read by ``_row``.
-    return Lesson.objects.filter(_scope([course_id])).order_by().values_list(*_ROW_COLUMNS)
+    return Lesson.objects.filter(_scope([course_id])).order_by().values_list(*columns)
+
+
+# A lesson of another status is never recalled, so never rendered: its body stays in the database.
+_OTHER_COLUMNS = tuple(Value("") if column == "body" else column for column in _ROW_COLUMNS)
 
 
 def library_load(course_id) -> Library:
@@ -147,7 +147,7 @@ def library_load(course_id) -> Library:
 
 def other_library_load(course_id) -> Library:
     """One query: every lesson of the course's scope in another status."""
-    return _library(_scope_lessons(course_id).exclude(status=LessonStatus.INJECTED))
+    return _library(_scope_lessons(course_id, _OTHER_COLUMNS).exclude(status=LessonStatus.INJECTED))
 
 
 LIBRARIES = SnapshotStore("lessons", library_load)
@@ -181,7 +181,10 @@ def library_recall(
                     candidates[row.id] = row
     symptoms = tuple(sorted(found))
     if params.reach <= 0:  # every lesson can reach the floor
-        rows = [*library.rows, *(others.rows if others is not None else ())]
+        rows: tuple[LessonRow, ...] | list[LessonRow] = library.rows
+        if others is not None:
+            # By id: a lesson that moved between the two snapshots' loads is read once.
+            rows = list({row.id: row for row in (*library.rows, *others.rows)}.values())
     else:
         need = _tag_reach(params.w_tag / len(query.tags), params.reach - _SQL_SLACK) if query.tags else 0
         by_tags = 1 <= need <= len(query.tags)
@@ -229,19 +232,24 @@ def lessons_preview_recall(
 def lessons_send_recall(
     *, course_id, tags, texts: list[str], session_id, versions: Versions | None = None
 ) -> RecallResult:
-    """Recall for a real send of a task of ``course_id`` (SPEC §6): what
-    ``lessons_recall`` with its stage counts and trace lines returns, from the
-    scope's two snapshots, and which recalled lessons the session already
-    used (one query, none when nothing is recalled); inside a transaction
-    that changed the scope, the statement itself."""
-    library = LIBRARIES.get(lessons_scope_keys(course_id), course_id, versions)
-    others = (
-        None
-        if library is None
-        else OTHER_LIBRARIES.get(other_lessons_scope_keys(course_id), course_id, versions)
+    """Recall for a real send in the session ``session_id`` on a task of
+    ``course_id`` (SPEC §6): what ``lessons_recall`` with its stage counts
+    and trace lines returns, from the scope's two snapshots, then one query
+    for the recalled lessons as committed -- which of them the session
+    already used, and that each is still injected and not past review. A
+    lesson another process moved out of ``injected`` (quarantined, say) is
+    in a snapshot until its new version is read: should one be among the
+    recalled, the statement decides instead, and so it does inside a
+    transaction that changed the scope."""
+    statement = functools.partial(
+        lessons_recall, course_ids=[course_id], tags=tags, texts=texts, session_id=session_id
     )
-    if library is None or others is None:
-        return lessons_recall(course_ids=[course_id], tags=tags, texts=texts, session_id=session_id)
+    library = LIBRARIES.get(lessons_scope_keys(course_id), course_id, versions)
+    if library is None or session_id is None:
+        return statement()
+    others = OTHER_LIBRARIES.get(other_lessons_scope_keys(course_id), course_id, versions)
+    if others is None:
+        return statement()
     today = timezone.localdate()
     result = library_recall(
         library,
@@ -252,5 +260,13 @@ def lessons_send_recall(
         others=others,
         lines=True,
     ).with_totals(scope_totals(library, others, today))
-    result.used_in_session = session_used_lessons(session_id, result.recalled_ids)
+    if result.recalled:
+        now = recalled_now(session_id, result.recalled_ids)
+        if not all(_still_recallable(now.get(lesson_id), today) for lesson_id in result.recalled_ids):
+            return statement()
+        result.used_in_session = frozenset(lesson_id for lesson_id, state in now.items() if state.used)
     return result
+
+
+def _still_recallable(state, today: date) -> bool:
+    return state is not None and state.status == LessonStatus.INJECTED and state.review_by >= today

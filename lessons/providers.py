@@ -54,12 +54,14 @@ class LessonsSection(SectionProvider):
     data_key = "lessons"
 
     def build(self, request: ContextRequest) -> Section:
-        # At most one query (SPEC §10). Both recall from the scope's
-        # snapshots (``lessons.library``: the request's first query reads
+        # At most one query once this process holds the scope's snapshots
+        # (SPEC §10; a snapshot's first load is one more). Both recall from
+        # the snapshots (``lessons.library``: the request's first query reads
         # their versions). A preview writes no trace line; a real send also
         # lists and counts the scope's other lessons for the trace
-        # ``after_send`` stores, and reads which recalled lessons its session
-        # already used.
+        # ``after_send`` stores, and reads the recalled lessons as committed
+        # (which of them its session already used; that they are still
+        # injected).
         if request.preview:
             result = lessons_preview_recall(
                 course_id=request.task.course_id,

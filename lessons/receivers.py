@@ -23,10 +23,10 @@ def lesson_saved_or_deleted(sender, *, instance, created=False, **kwargs) -> Non
     created or deleted changes only the snapshot of the lessons outside
     ``injected``. The services' UPDATEs of a lesson's status or last hit say
     so themselves."""
-    from lessons.library import lessons_changed, other_lessons_changed
+    from lessons.library import lessons_changed
     from lessons.models import LessonStatus
 
     if (created or kwargs.get("signal") is post_delete) and instance.status != LessonStatus.INJECTED:
-        other_lessons_changed(instance.course_id)
+        lessons_changed(instance.course_id, injected=False)
         return
     lessons_changed(instance.course_id)

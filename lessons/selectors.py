@@ -545,24 +545,31 @@ def _statement_rows(
     return _run(_bind(query, params, today, with_counts, session_id))
 
 
-def session_used_queryset(*, session_id, lesson_ids):
+def recalled_now_queryset(*, session_id, lesson_ids):
+    used = Exists(LessonHit.objects.filter(lesson_id=OuterRef("pk"), session_id=session_id))
     return (
-        LessonHit.objects.filter(session_id=session_id, lesson_id__in=lesson_ids)
-        .values("lesson_id")
+        Lesson.objects.filter(pk__in=lesson_ids)
+        .values("id", "status", "review_by")
+        .annotate(used=used)
         .order_by()
     )
 
 
-SESSION_USED = PreparedQuery(session_used_queryset, session_id="uuid", lesson_ids="uuid[]")
+RECALLED_NOW = PreparedQuery(recalled_now_queryset, session_id="uuid", lesson_ids="uuid[]")
 
 
-def session_used_lessons(session_id, lesson_ids) -> frozenset:
-    """Which of ``lesson_ids`` the tutor session has already used (one query;
-    none without a session or a lesson)."""
-    if session_id is None or not lesson_ids:
-        return frozenset()
-    rows = SESSION_USED.rows(session_id=session_id, lesson_ids=_padded(list(lesson_ids)))
-    return frozenset(row["lesson_id"] for row in rows)
+@dataclass(frozen=True)
+class RecalledNow:
+    status: str
+    review_by: date
+    used: bool  # by the session already
+
+
+def recalled_now(session_id, lesson_ids) -> dict:
+    """The committed status and review date of each of ``lesson_ids`` that
+    still exists, and whether the tutor session already used it (one query)."""
+    rows = RECALLED_NOW.rows(session_id=session_id, lesson_ids=_padded(list(lesson_ids)))
+    return {row["id"]: RecalledNow(row["status"], row["review_by"], bool(row["used"])) for row in rows}
 
 
 def _row(values: tuple, tz) -> LessonRow:
@@ -647,8 +654,8 @@ def lessons_recall(
     Give ``symptoms`` (the preview) or ``texts`` (the tutor: ctx.symptoms are
     then the symptom phrases of injected lessons found, case-insensitively,
     in the texts). Without ``with_counts`` the scope's stage counts are left
-    out (a context preview needs none; a real send reads them in the same
-    statement, for its stored trace), so the statement touches only index
+    out (a context preview needs none; a real send, when it runs this
+    statement, reads them in it for its stored trace), so the statement touches only index
     entries of matching keys. Without ``lines`` the trace's lines are not
     written (the decisions are the same): a context preview shows none.
     With ``session_id`` (a real send) the result also knows which of the
@@ -671,7 +678,9 @@ def lessons_recall(
     lesson of the scope is only counted, per stage (active / expired / other
     status): one aggregate row UNION ALL'ed to the candidate rows when
     ``with_counts`` -- index-only counts over ``lesson_scope_status_idx``,
-    the one part that grows with the library, hence left out of previews.
+    the one part that grows with the library, hence left out of previews
+    (a real send reads them from the snapshots: ``lessons.library``, which
+    runs this statement only inside a transaction that changed the scope).
     The trace therefore
     lists the lessons that could reach the floor and counts the others under
     their decision (SPEC §6: "the first 200 lines in rank order and counts

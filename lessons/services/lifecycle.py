@@ -93,7 +93,9 @@ def _move(
     moved = Lesson.objects.filter(pk=lesson.pk, status=current).update(status=transition.to, **fields)
     if moved != 1:  # someone moved it between the read and the update
         raise IllegalTransition(f"the lesson is no longer {current}; reload it and try again")
-    lessons_changed(lesson.course_id)
+    # The snapshots of the statuses it left and entered (a draft approved
+    # or rejected leaves the injected lessons' as they were).
+    lessons_changed(lesson.course_id, injected=LessonStatus.INJECTED in (current, transition.to))
     audit_record(
         actor=actor,
         event=transition.event,

@@ -81,8 +81,9 @@ def recall_record(*, result: RecallResult, student, task, session_id, correlatio
         if stale:
             # A lesson's decay part counts from its last hit (SPEC §6): the
             # snapshots are stale once a day per lesson, not on every hit --
-            # every course's when the lesson is a global one.
-            lessons_changed(*stale)
+            # every course's when the lesson is a global one. Only injected
+            # lessons are hit.
+            lessons_changed(*stale, other=False)
         promoted = Lesson.objects.filter(
             pk__in=counted, hit_count__gte=promote_hits(), skill_candidate__isnull=True
         ).values_list("pk", "hit_count")

@@ -1,8 +1,10 @@
-"""The context preview recalls from each process's snapshot of the scope's
-injected lessons (SPEC §6, §10; ``lessons.library``, ``tutor.snapshots``):
-the same decisions as the recall statement, one query for the scopes'
+"""The context preview and a real send recall from each process's snapshots
+of the scope's lessons (SPEC §6, §10; ``lessons.library``,
+``tutor.snapshots``): the same decisions -- and for a send the same trace
+lines and counts -- as the recall statement, one query for the scopes'
 versions, and every change seen -- by the writing process at once, by the
-others once its new version is written after the commit."""
+others once its new version is written after the commit; a send never
+recalls a lesson that left ``injected`` before its version arrived."""
 
 from __future__ import annotations
 
@@ -25,7 +27,7 @@ from lessons.library import (
 )
 from lessons.models import Lesson, LessonHit, LessonStatus, RecallTrace
 from lessons.recall import RecallParams
-from lessons.selectors import lessons_recall, session_used_lessons
+from lessons.selectors import lessons_recall, recalled_now
 from tests.concurrency import concurrent_writers, interleave
 from tests.factories import client_for, enroll, make_course, make_task
 from tests.lessons.conftest import make_lesson
@@ -114,10 +116,6 @@ def test_the_snapshot_decides_as_the_recall_statement(course, other_course, sett
     assert recalled_any > 30  # the contexts do recall
 
 
-def lines_of(result) -> list[dict]:
-    return result.lines
-
-
 @pytest.mark.django_db
 @pytest.mark.parametrize("overrides", PARAMS)
 def test_a_send_recalls_lists_and_counts_from_the_snapshots_as_the_statement(
@@ -147,13 +145,14 @@ def test_a_send_recalls_lists_and_counts_from_the_snapshots_as_the_statement(
         snapshot = library_recall(
             library, tags=tags, texts=texts, today=today, params=params, others=others, lines=True
         ).with_totals(scope_totals(library, others, today))
-        snapshot.used_in_session = session_used_lessons(session.pk, snapshot.recalled_ids)
+        now = recalled_now(session.pk, snapshot.recalled_ids) if snapshot.recalled else {}
+        snapshot.used_in_session = frozenset(i for i, state in now.items() if state.used)
 
         assert snapshot.context == statement.context
         assert [(s.row.id, s.score, s.components) for s in snapshot.recalled] == [
             (s.row.id, s.score, s.components) for s in statement.recalled
         ]
-        assert lines_of(snapshot) == lines_of(statement)
+        assert snapshot.lines == statement.lines
         assert (snapshot.counts, snapshot.omitted, snapshot.used_tokens) == (
             statement.counts,
             statement.omitted,
@@ -169,7 +168,7 @@ def test_a_send_recalls_lists_and_counts_from_the_snapshots_as_the_statement(
 
 
 @pytest.mark.django_db
-def test_a_warm_send_stores_the_statements_trace_reading_no_lesson(
+def test_a_warm_send_stores_the_statements_trace_reading_only_the_recalled_lessons(
     course, task, student_client, fake_llm, django_capture_on_commit_callbacks
 ):
     from tests.lessons.conftest import bulk_lessons
@@ -195,11 +194,43 @@ def test_a_warm_send_stores_the_statements_trace_reading_no_lesson(
     with CaptureQueriesContext(connection) as warm, django_capture_on_commit_callbacks(execute=True):
         send(student_client, session, "and then?")
 
-    assert lessons_queries(warm.captured_queries) == []
+    # The one lessons read: the three recalled, as committed, with the session's uses.
+    [read] = lessons_queries(warm.captured_queries)
+    assert '"lessons_lessonhit"' in read and "COUNT" not in read.upper()
     trace = RecallTrace.objects.order_by("created_at", "id").last()
     assert trace.lines == statement.lines and trace.counts == statement.counts
     assert trace.counts["filtered_status"] == 2 and trace.counts["recalled"] == 3
     assert LessonHit.objects.filter(session_id=session).count() == 3  # the second send used them again
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("change", ["quarantined", "expired", "deleted"])
+def test_a_send_never_recalls_a_lesson_moved_away_before_its_version_arrives(
+    course, task, student_client, fake_llm, django_capture_on_commit_callbacks, change
+):
+    fake_llm.default = "Let's look."
+    kept, moved = committed(
+        django_capture_on_commit_callbacks,
+        lambda: [make_lesson(course=course, tags=TASK_TAGS) for _ in range(2)],
+    )
+    session = open_session(student_client, task)
+    assert sorted(recalled(task_context(student_client, task))) == sorted([str(kept.pk), str(moved.pk)])
+
+    # Another process changes it; its version is not written yet (this process hears nothing).
+    if change == "quarantined":
+        Lesson.objects.filter(pk=moved.pk).update(status=LessonStatus.QUARANTINED)
+    elif change == "expired":
+        Lesson.objects.filter(pk=moved.pk).update(review_by=timezone.localdate() - timedelta(days=1))
+    else:
+        Lesson.objects.filter(pk=moved.pk).delete()
+        ScopeVersion.objects.all().delete()  # as if its publication had not arrived either
+    with django_capture_on_commit_callbacks(execute=True):
+        reply = send(student_client, session, "what now?").json()
+
+    assert reply["context_meta"]["lesson_ids"] == [str(kept.pk)]
+    trace = RecallTrace.objects.get()
+    assert [line["lesson"] for line in trace.lines if line["decision"] == "recalled"] == [str(kept.pk)]
+    assert trace.counts["recalled"] == 1
 
 
 @pytest.mark.django_db
