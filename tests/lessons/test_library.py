@@ -204,6 +204,39 @@ def test_a_warm_send_stores_the_statements_trace_reading_only_the_recalled_lesso
 
 
 @pytest.mark.django_db
+def test_a_cold_send_loads_each_snapshot_once_and_a_warm_one_none(
+    course, task, student_client, fake_llm, django_capture_on_commit_callbacks
+):
+    from tests.lessons.conftest import bulk_lessons
+
+    fake_llm.default = "Let's look."
+
+    def library():
+        bulk_lessons(course, 200)
+        bulk_lessons(course, 2, tags=TASK_TAGS, last_hit=timezone.localdate())  # no first hit today
+        lessons_changed(course.pk)  # bulk_create sends no signal
+        make_lesson(course=course, tags=TASK_TAGS, status=LessonStatus.RETIRED)
+
+    committed(django_capture_on_commit_callbacks, library)
+    session = open_session(student_client, task)
+    reads = []
+    for message in ("what now?", "and then?"):
+        with CaptureQueriesContext(connection) as captured, django_capture_on_commit_callbacks(execute=True):
+            send(student_client, session, message)
+        reads.append(lessons_queries(captured.captured_queries))
+
+    # Cold: the injected lessons, the other statuses' (no body), the recalled as committed;
+    # then, after the send, its new hits counted (UPDATE) and their promotion checked.
+    injected, others, recalled_now_read, counted, promotion = reads[0]
+    assert '"status" = ' in injected and "NOT (" in others and '"lessons_lessonhit"' in recalled_now_read
+    assert '"lessons_lesson"."body"' not in others
+    assert counted.startswith("UPDATE") and '"hit_count" >=' in promotion
+    # Warm, the session's lessons already used: the recalled only.
+    assert len(reads[1]) == 1 and '"lessons_lessonhit"' in reads[1][0]
+    assert RecallTrace.objects.order_by("created_at", "id").last().counts["filtered_status"] == 1
+
+
+@pytest.mark.django_db
 @pytest.mark.parametrize("change", ["quarantined", "expired", "deleted"])
 def test_a_send_never_recalls_a_lesson_moved_away_before_its_version_arrives(
     course, task, student_client, fake_llm, django_capture_on_commit_callbacks, change
