@@ -18,7 +18,8 @@ the same test (the anchor among the texts' tokens, the marked phrase in the
 marked texts). A real send adds the lessons of other statuses that could
 reach the floor (its trace's filtered lines), the stage counts from both
 snapshots (active and expired by review date, every other status), and
-which recalled lessons its session already used (one small query).
+reads its recalled lessons as committed (one small query): which of them its
+session already used, and that each is still injected.
 
 What changes a snapshot -- a lesson created, moved between statuses, renewed,
 edited, deleted, or hit on a day it was not yet hit (its decay part) -- calls

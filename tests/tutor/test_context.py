@@ -700,8 +700,8 @@ def seed_volume(student, task, session_id, n: int) -> None:
 #   (the corrections app's post_save), UPDATE message_count, release (5);
 #   earlier messages (1); feedback selection, one statement (1);
 #   lessons recall with the scope's stage counts and trace lines, from the
-#   scope's snapshots (0; when lessons are recalled, which of them the
-#   session already used: 1 more);
+#   scope's snapshots (0; when lessons are recalled, the recalled lessons as
+#   committed -- which of them the session already used: 1 more);
 #   ModelCall row of the tutor call (1);
 #   store the reply: savepoint, INSERT, UPDATE count and pending, release (4);
 #   the corrections app's providers from the snapshots (0);
