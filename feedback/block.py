@@ -168,20 +168,30 @@ def feedback_block(selection: FeedbackSelection) -> RenderedFeedback:
         }
         return block, serialize(block)
 
-    items: list[dict[str, Any]] = []
-    paths: list[str] = []
-    block, text = render(items, paths)
-    if len(text) > limits.block_chars:
-        return _budget_exceeded(selection, total, limits)
-
-    for index, criterion in enumerate(blocking[: max(limits.max_items, 0)]):
-        item, item_paths = _item(criterion, index, limits)
-        trial_block, trial_text = render([*items, item], paths + item_paths)
-        if len(trial_text) > limits.block_chars:
-            break
-        items.append(item)
-        paths.extend(item_paths)
-        block, text = trial_block, trial_text
+    candidates = [
+        _item(criterion, index, limits)
+        for index, criterion in enumerate(blocking[: max(limits.max_items, 0)])
+    ]
+    # Each item added makes the block longer (escaping keeps lengths; an item
+    # outweighs the digit omitted_count may lose), so the items kept are the
+    # longest prefix that fits: when all of them fit, one serialization says so.
+    every_path = [path for _, item_paths in candidates for path in item_paths]
+    block, text = render([item for item, _ in candidates], every_path)
+    if len(text) <= limits.block_chars:
+        items = [item for item, _ in candidates]
+        paths = every_path
+    else:
+        items, paths = [], []
+        block, text = render(items, paths)
+        if len(text) > limits.block_chars:
+            return _budget_exceeded(selection, total, limits)
+        for item, item_paths in candidates:
+            trial_block, trial_text = render([*items, item], paths + item_paths)
+            if len(trial_text) > limits.block_chars:
+                break
+            items.append(item)
+            paths.extend(item_paths)
+            block, text = trial_block, trial_text
 
     meta = {
         "state": block["state"],

@@ -396,6 +396,29 @@ def test_first_item_that_does_not_fit_stops_the_loop(task, student, settings):
     assert len(rendered.text) <= one_item + 150
 
 
+def test_every_budget_keeps_the_longest_prefix_of_items_that_fits(task, student, settings):
+    # Twelve items of uneven lengths (omitted_count loses a digit on the way), every budget
+    # from "nothing fits" to "all fit": the kept items are always the longest fitting prefix.
+    entries = [criterion_entry(f"A{i}", "FAIL", reason="why " * (1 + (i * 7) % 11)) for i in range(1, 13)]
+    make_attempt(make_submission(student, task), result=review_result(entries))
+    selection = select_feedback(student, task)
+    settings.FEEDBACK_MAX_ITEMS = 12
+    lengths = []
+    for n in range(13):
+        settings.FEEDBACK_MAX_ITEMS = n
+        lengths.append(len(feedback_block(selection).text))
+    assert lengths == sorted(lengths)  # each item makes the block longer
+    settings.FEEDBACK_MAX_ITEMS = 12
+    order = [item["rubric_id"] for item in feedback_block(selection).block["items"]]  # all fit
+
+    for budget in range(lengths[0], lengths[-1] + 2, 7):
+        settings.FEEDBACK_BLOCK_CHARS = budget
+        rendered = feedback_block(selection)
+        kept = max(n for n in range(13) if lengths[n] <= budget)
+        assert [item["rubric_id"] for item in rendered.block["items"]] == order[:kept]
+        assert rendered.block["omitted_count"] == 12 - kept and len(rendered.text) == lengths[kept]
+
+
 def test_metadata_over_budget_is_invalid_context_budget_exceeded(task, student, settings):
     submission = make_submission(student, task)
     attempt = make_attempt(submission, result=chinese_result())
