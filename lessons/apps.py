@@ -22,8 +22,9 @@ class LessonsConfig(AppConfig):
         # Read with every tutor request's task (tutor.snapshots.version_subqueries).
         register_request_scope(LESSONS_SCOPE, "course")
         register_request_scope(LESSONS_SCOPE, "global")
-        register_request_scope(OTHER_LESSONS_SCOPE, "course")
-        register_request_scope(OTHER_LESSONS_SCOPE, "global")
+        # A send's trace alone reads the lessons of other statuses.
+        register_request_scope(OTHER_LESSONS_SCOPE, "course", sends_only=True)
+        register_request_scope(OTHER_LESSONS_SCOPE, "global", sends_only=True)
         register_staff_view_models("lessons", ["lesson", "skillcandidate", "recalltrace"])
         attempt_finished.connect(capture_on_attempt_finished, dispatch_uid="lessons.capture")
         post_save.connect(lesson_saved_or_deleted, sender=Lesson, dispatch_uid="lessons.snapshot_saved")

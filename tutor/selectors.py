@@ -96,7 +96,8 @@ def student_task_session_queryset(*, user_id, task_id):
         student_id=user_id, task_id=OuterRef("pk"), archived=False
     ).values("id")[:1]
     return student_task_queryset(user_id=user_id, task_id=task_id).annotate(
-        open_session_id=Subquery(open_session), **version_subqueries("course_id", Value(user_id))
+        open_session_id=Subquery(open_session),
+        **version_subqueries("course_id", Value(user_id), sends=False),
     )
 
 
@@ -112,7 +113,8 @@ def student_task_and_open_session(
     if row is None:
         raise InvalidInput("not a task of a course you are enrolled in as a student", field=field)
     task = _task_from(row)
-    return task, row["open_session_id"], versions_from_row(row, course_id=task.course_id, user_id=user.pk)
+    versions = versions_from_row(row, course_id=task.course_id, user_id=user.pk, sends=False)
+    return task, row["open_session_id"], versions
 
 
 def earlier_messages_queryset(*, session_id, before_position, max_messages):

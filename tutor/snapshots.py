@@ -65,30 +65,42 @@ def user_scope_key(name: str, user_id) -> str:
 
 
 # The scopes whose versions a tutor request reads with its task
-# (``version_subqueries``): (name, "course" | "global" | "user").
-_REQUEST_SCOPES: list[tuple[str, str]] = []
+# (``version_subqueries``): (name, "course" | "global" | "user", sends only).
+_REQUEST_SCOPES: list[tuple[str, str, bool]] = []
 SCOPE_KINDS = ("course", "global", "user")
 
 
-def register_request_scope(name: str, kind: str) -> None:
-    """A snapshot scope every tutor request reads (from ``AppConfig.ready()``)."""
+def register_request_scope(name: str, kind: str, *, sends_only: bool = False) -> None:
+    """A snapshot scope every tutor request reads (from ``AppConfig.ready()``);
+    ``sends_only``: only the statements of a session's requests read it (a
+    context preview never does)."""
     if kind not in SCOPE_KINDS:
         raise ValueError(f"kind must be one of {SCOPE_KINDS}")
-    if (name, kind) not in _REQUEST_SCOPES:
-        _REQUEST_SCOPES.append((name, kind))
+    if not any(entry[:2] == (name, kind) for entry in _REQUEST_SCOPES):
+        _REQUEST_SCOPES.append((name, kind, sends_only))
 
 
-def version_subqueries(course_ref: str, user_ref) -> dict:
+def _request_scopes(sends: bool) -> list[tuple[int, str, str]]:
+    return [
+        (index, name, kind)
+        for index, (name, kind, sends_only) in enumerate(_REQUEST_SCOPES)
+        if sends or not sends_only
+    ]
+
+
+def version_subqueries(course_ref: str, user_ref, *, sends: bool = True) -> dict:
     """Annotations reading each registered scope's version in the request's
     own task statement (no query of their own): ``course_ref`` is the field
     path of the course id, ``user_ref`` the user id (a value or an
-    expression). Their keys are written in SQL as ``scope_key`` writes them."""
+    expression). Their keys are written in SQL as ``scope_key`` writes them.
+    Without ``sends`` (a context preview's statement) the scopes only a
+    session's requests read are left out."""
     from django.db.models import CharField, OuterRef, Subquery, Value
     from django.db.models.functions import Cast, Concat, Replace
 
     hex_course = Replace(Cast(OuterRef(course_ref), output_field=CharField()), Value("-"), Value(""))
     annotations = {}
-    for index, (name, kind) in enumerate(_REQUEST_SCOPES):
+    for index, name, kind in _request_scopes(sends):
         if kind == "course":
             key = Concat(Value(f"{name}:"), hex_course, output_field=CharField())
         elif kind == "global":
@@ -101,11 +113,11 @@ def version_subqueries(course_ref: str, user_ref) -> dict:
     return annotations
 
 
-def versions_from_row(row: dict, *, course_id, user_id) -> Versions:
+def versions_from_row(row: dict, *, course_id, user_id, sends: bool = True) -> Versions:
     """The versions a row annotated by ``version_subqueries`` carries."""
     found = {}
     keys = set()
-    for index, (name, kind) in enumerate(_REQUEST_SCOPES):
+    for index, name, kind in _request_scopes(sends):
         if kind == "user":
             key = user_scope_key(name, user_id)
         else:

@@ -194,6 +194,7 @@ def test_a_warm_send_stores_the_statements_trace_reading_only_the_recalled_lesso
     with CaptureQueriesContext(connection) as warm, django_capture_on_commit_callbacks(execute=True):
         send(student_client, session, "and then?")
 
+    assert any("lessons_other:" in q["sql"] for q in warm.captured_queries)  # with the session
     # The one lessons read: the three recalled, as committed, with the session's uses.
     [read] = lessons_queries(warm.captured_queries)
     assert '"lessons_lessonhit"' in read and "COUNT" not in read.upper()
@@ -314,6 +315,8 @@ def test_a_warm_preview_reads_the_scope_versions_and_no_lesson(
     assert len(cold) == query_budget("context") + 3 and len(lessons_queries(cold)) == 1
     assert len(warm) == query_budget("context") and lessons_queries(warm) == []
     assert any('"tutor_scopeversion"' in q["sql"] for q in warm.captured_queries)
+    # Not the version of the lessons of other statuses: only a send's trace reads them.
+    assert not any("lessons_other:" in q["sql"] for q in warm.captured_queries)
     assert second["lessons"] == first["lessons"] and len(recalled(second)) == 2
 
 
