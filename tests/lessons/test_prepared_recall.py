@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 from datetime import timedelta
+from uuid import uuid4
 
 import pytest
 from django.db import connection
@@ -338,3 +339,24 @@ def test_a_later_send_in_the_same_session_writes_no_hit_again(
     assert set(later.recalled.values_list("pk", flat=True)) == set(
         Lesson.objects.values_list("pk", flat=True)
     )
+
+
+@pytest.mark.django_db
+def test_the_recalled_lessons_as_committed_match_the_orm(course, task, student):
+    from tests.tutor.test_prepared import assert_matches_orm
+
+    lessons = [make_lesson(course=course, tags=["a"]) for _ in range(4)]
+    Lesson.objects.filter(pk=lessons[2].pk).update(status=LessonStatus.QUARANTINED)
+    session = TutorSession.objects.create(student=student, task=task)
+    other = TutorSession.objects.create(student=student, task=task, archived=True)
+    trace = make_trace(student=student, task=task)
+    LessonHit.objects.create(lesson=lessons[0], session=session, trace=trace)
+    LessonHit.objects.create(lesson=lessons[1], session=other, trace=trace)
+    ids = [lesson.pk for lesson in lessons]
+
+    rows = assert_matches_orm(selectors.RECALLED_NOW, session_id=session.pk, lesson_ids=ids)
+    by_id = {row["id"]: row for row in rows}
+    # Another session's use is not this one's.
+    assert [bool(by_id[i]["used"]) for i in ids] == [True, False, False, False]
+    assert by_id[ids[2]]["status"] == LessonStatus.QUARANTINED
+    assert assert_matches_orm(selectors.RECALLED_NOW, session_id=session.pk, lesson_ids=[uuid4()]) == []
