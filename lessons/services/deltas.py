@@ -28,7 +28,6 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 
-from django.conf import settings
 from django.db import transaction
 from django.db.models import F, Q
 
@@ -42,6 +41,7 @@ from lessons.services.store import lesson_insert, redact_lesson
 from lessons.text import jaccard, shingles
 from lessons.validation import clean_body, clean_symptoms, clean_tags, clean_title
 from tutor.audit import audit_record
+from tutor.conf import optional_setting
 from tutor.errors import InvalidInput, PermissionRefused
 from tutor.models import AuditEvent
 from tutor.rubrics import CriterionKind, Verdict
@@ -80,7 +80,7 @@ class DeltaResult:
 
 
 def duplicate_threshold() -> float:
-    return float(getattr(settings, "LESSON_DUPLICATE_JACCARD", LESSON_DUPLICATE_JACCARD))
+    return float(optional_setting("LESSON_DUPLICATE_JACCARD", LESSON_DUPLICATE_JACCARD))
 
 
 def _signal_attempt(actor, attempt_id) -> ReviewAttempt:

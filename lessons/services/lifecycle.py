@@ -20,7 +20,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import date
 
-from django.conf import settings
 from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
@@ -30,6 +29,7 @@ from lessons.library import lessons_changed
 from lessons.models import DeltaBump, Lesson, LessonKind, LessonSource, LessonStatus, RejectReason
 from lessons.services.store import lesson_insert
 from tutor.audit import audit_record
+from tutor.conf import optional_setting
 from tutor.errors import Conflict, InvalidInput, NotFound, PermissionRefused
 from tutor.models import AuditEvent, Course
 from tutor.redaction import redact_text
@@ -169,11 +169,11 @@ def lesson_retire(*, lesson: Lesson, actor, reason: str = "") -> Lesson:
 
 
 def quarantine_harmful_threshold() -> int:
-    return int(getattr(settings, "LESSON_QUARANTINE_HARMFUL", LESSON_QUARANTINE_HARMFUL))
+    return int(optional_setting("LESSON_QUARANTINE_HARMFUL", LESSON_QUARANTINE_HARMFUL))
 
 
 def global_quarantine_courses() -> int:
-    return int(getattr(settings, "LESSON_GLOBAL_QUARANTINE_COURSES", LESSON_GLOBAL_QUARANTINE_COURSES))
+    return int(optional_setting("LESSON_GLOBAL_QUARANTINE_COURSES", LESSON_GLOBAL_QUARANTINE_COURSES))
 
 
 def harmful_mark_courses(*, lesson_id) -> int:

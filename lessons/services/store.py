@@ -8,7 +8,6 @@ from collections import Counter
 from dataclasses import dataclass
 from datetime import date, timedelta
 
-from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
@@ -29,6 +28,7 @@ from lessons.text import (
     symptom_anchor,
     tag_pairs,
 )
+from tutor.conf import optional_setting
 from tutor.redaction import redact
 
 # How long a new lesson stays valid before staff must look at it again (seed 003: review_by).
@@ -36,7 +36,7 @@ LESSON_REVIEW_DAYS = 90
 
 
 def default_review_by(today: date | None = None) -> date:
-    days = int(getattr(settings, "LESSON_REVIEW_DAYS", LESSON_REVIEW_DAYS))
+    days = int(optional_setting("LESSON_REVIEW_DAYS", LESSON_REVIEW_DAYS))
     return (today or timezone.localdate()) + timedelta(days=days)
 
 

@@ -51,6 +51,22 @@ def committed(django_capture_on_commit_callbacks, make):
         return make()
 
 
+def committed_library(capture, course, *, unrelated: int, matching: int, others: list[str], **fields) -> None:
+    """A committed library: ``unrelated`` injected lessons no task tag reaches,
+    ``matching`` injected ones with the task's tags (``fields`` on them), and
+    one lesson with the task's tags per status in ``others``."""
+    from tests.lessons.conftest import bulk_lessons
+
+    def library():
+        bulk_lessons(course, unrelated)
+        bulk_lessons(course, matching, tags=TASK_TAGS, **fields)
+        lessons_changed(course.pk)  # bulk_create sends no signal
+        for status in others:
+            make_lesson(course=course, tags=TASK_TAGS, status=status)
+
+    committed(capture, library)
+
+
 def lessons_queries(captured) -> list[str]:
     return [q["sql"] for q in captured if '"lessons_lesson"' in q["sql"]]
 
@@ -171,18 +187,14 @@ def test_a_send_recalls_lists_and_counts_from_the_snapshots_as_the_statement(
 def test_a_warm_send_stores_the_statements_trace_reading_only_the_recalled_lessons(
     course, task, student_client, fake_llm, django_capture_on_commit_callbacks
 ):
-    from tests.lessons.conftest import bulk_lessons
-
     fake_llm.default = "Let's look."
-
-    def library():
-        bulk_lessons(course, 40)
-        bulk_lessons(course, 3, tags=TASK_TAGS)
-        lessons_changed(course.pk)  # bulk_create sends no signal
-        for _ in range(2):
-            make_lesson(course=course, tags=TASK_TAGS, status=LessonStatus.PENDING)
-
-    committed(django_capture_on_commit_callbacks, library)
+    committed_library(
+        django_capture_on_commit_callbacks,
+        course,
+        unrelated=40,
+        matching=3,
+        others=[LessonStatus.PENDING] * 2,
+    )
     session = open_session(student_client, task)
     for message in ("what now?", "and now?"):  # the lessons' first hits renew the snapshot: reloaded
         with django_capture_on_commit_callbacks(execute=True):
@@ -205,20 +217,18 @@ def test_a_warm_send_stores_the_statements_trace_reading_only_the_recalled_lesso
 
 
 @pytest.mark.django_db
-def test_a_cold_send_loads_each_snapshot_once_and_a_warm_one_none(
+def test_a_cold_send_loads_each_snapshot_once_and_a_warm_one_only_its_recalled_lessons(
     course, task, student_client, fake_llm, django_capture_on_commit_callbacks
 ):
-    from tests.lessons.conftest import bulk_lessons
-
     fake_llm.default = "Let's look."
-
-    def library():
-        bulk_lessons(course, 200)
-        bulk_lessons(course, 2, tags=TASK_TAGS, last_hit=timezone.localdate())  # no first hit today
-        lessons_changed(course.pk)  # bulk_create sends no signal
-        make_lesson(course=course, tags=TASK_TAGS, status=LessonStatus.RETIRED)
-
-    committed(django_capture_on_commit_callbacks, library)
+    committed_library(
+        django_capture_on_commit_callbacks,
+        course,
+        unrelated=200,
+        matching=2,
+        others=[LessonStatus.RETIRED],
+        last_hit=timezone.localdate(),  # no first hit today
+    )
     session = open_session(student_client, task)
     reads = []
     for message in ("what now?", "and then?"):
