@@ -266,8 +266,8 @@ TUTOR_THROTTLE_REGRADES = env_rate("TUTOR_THROTTLE_REGRADES", "10/hour")
 CSRF_FAILURE_VIEW = "tutor.handlers.csrf_failure"
 REST_FRAMEWORK = {
     # JSON only (SPEC §7): the browsable API would answer ?format=api and
-    # Accept: text/html with HTML pages.
-    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    # Accept: text/html with HTML pages. DRF's JSON, written by orjson (tutor.renderers).
+    "DEFAULT_RENDERER_CLASSES": ["tutor.renderers.FastJSONRenderer"],
     # Token first: an anonymous request is answered 401 with a WWW-Authenticate
     # header rather than 403 (SPEC §7).
     "DEFAULT_AUTHENTICATION_CLASSES": [
