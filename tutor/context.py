@@ -114,7 +114,8 @@ def assemble_context(
 
 def context_after_send(context: AssembledContext) -> None:
     """The effects of a real send, one provider after another (SPEC §4: hit
-    counts, stored recall traces). Called once, after the reply is stored;
-    a preview never calls it."""
+    counts, stored recall traces). Called once, once the reply is written,
+    in its transaction (``tutor.sessions.message_after_send``); a preview
+    never calls it."""
     for provider, section in context.sections:
         provider.after_send(context.request, section)

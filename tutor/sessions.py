@@ -11,7 +11,7 @@ from datetime import timedelta
 
 from django.conf import settings
 from django.db import DatabaseError, IntegrityError, router, transaction
-from django.db.models import Q
+from django.db.models import F, Q
 from django.utils import timezone
 
 from tutor import llm
@@ -81,26 +81,20 @@ def reply_claim_expiry():
 
 def claim_update(*, session_id, now, expired_before):
     """Take the reply slot of an open session whose slot is free or whose
-    claim is older than ``expired_before`` (``reply_claim_expiry``)."""
+    claim is older than ``expired_before`` (``reply_claim_expiry``), and
+    count the user message the claim is taken for: the count it leaves is
+    that message's position."""
     claimable = TutorSession.objects.filter(pk=session_id, archived=False).filter(
         Q(reply_pending_since__isnull=True) | Q(reply_pending_since__lt=expired_before)
     )
-    return claimable, {"reply_pending_since": now}
+    return claimable, {"reply_pending_since": now, "message_count": F("message_count") + 1}
 
 
-# The turn's three writes to its session run on every message (SPEC §10):
-# compiled once per process; the claim's returns the message count it found.
+# The turn's two writes to its session run on every message (SPEC §10):
+# compiled once per process; each returns the message count it left.
 CLAIM = PreparedUpdate(
     claim_update, returning="message_count", session_id="uuid", now="datetime", expired_before="datetime"
 )
-
-
-def count_update(*, session_id, count):
-    """The session's message count, as a stored message leaves it."""
-    return TutorSession.objects.filter(pk=session_id), {"message_count": count}
-
-
-COUNT = PreparedUpdate(count_update, returning="message_count", session_id="uuid", count="int")
 
 
 def reply_update(*, session_id, claim, count):
@@ -116,11 +110,12 @@ REPLY = PreparedUpdate(
 
 
 def _claim(session: TutorSession) -> tuple:
-    """Take the session's reply slot. Returns the claim's time, which is also
-    its token (only the request holding it may store the reply or release
-    it), and the session's message count as the claim found it, read by the
-    same statement -- or None where the database cannot (``message_send``
-    reads it next, under the claim)."""
+    """Take the session's reply slot for a user message; call inside the
+    transaction that stores the message. Returns the claim's time, which is
+    also its token (only the request holding it may store the reply or
+    release it), and the message's position: the session's message count
+    as the claim left it, read by the same statement where the database
+    returns it (else read next, under the claim)."""
     now = timezone.now()
     claimed = CLAIM.run(
         router.db_for_write(TutorSession), session_id=session.pk, now=now, expired_before=reply_claim_expiry()
@@ -129,7 +124,9 @@ def _claim(session: TutorSession) -> tuple:
         if session.archived:
             raise SessionArchived("this session is archived; open a new one")
         raise SessionBusy("a reply to your previous message is still being written")
-    return now, claimed.values[0] if claimed.values else None
+    if claimed.values:
+        return now, claimed.values[0]
+    return now, TutorSession.objects.values_list("message_count", flat=True).get(pk=session.pk)
 
 
 def sessions_release_stale(*, now=None) -> int:
@@ -160,26 +157,21 @@ def message_send(*, session: TutorSession, content: str, correlation_id: str) ->
     must come with ``course`` and ``current_rubric``.
     """
     content = message_text(content)
-    claim, message_count = _claim(session)
-    released = False
-    user_message = None
     try:
-        # Under the claim, not from the caller's copy: another request may have
-        # stored an exchange between loading this session and claiming it.
-        if message_count is None:
-            message_count = TutorSession.objects.values_list("message_count", flat=True).get(pk=session.pk)
-        position = message_count + 1
-        try:
-            with transaction.atomic():
-                user_message = TutorMessage.objects.create(
-                    session=session, position=position, role=TutorMessage.Role.USER,
-                    content=content, correlation_id=correlation_id,
-                )  # fmt: skip
-                COUNT.run(router.db_for_write(TutorSession), session_id=session.pk, count=position)
-        except IntegrityError:
-            # The position was taken meanwhile: a request that outlived its
-            # claim stored an exchange after all.
-            raise SessionBusy("a reply to your previous message is still being written") from None
+        # The claim and the message it is taken for, in one transaction: a
+        # session that is busy, or whose next position was taken meanwhile
+        # (a request that outlived its claim stored an exchange after all),
+        # is left as it was.
+        with transaction.atomic():
+            claim, position = _claim(session)
+            user_message = TutorMessage.objects.create(
+                session=session, position=position, role=TutorMessage.Role.USER,
+                content=content, correlation_id=correlation_id,
+            )  # fmt: skip
+    except IntegrityError:
+        raise SessionBusy("a reply to your previous message is still being written") from None
+    reply = None
+    try:
         context = assemble_context(
             snapshot_versions=getattr(session, "snapshot_versions", None),
             student=session.student,
@@ -192,32 +184,33 @@ def message_send(*, session: TutorSession, content: str, correlation_id: str) ->
         )
         # No transaction is open here: a slow model never holds a lock.
         try:
-            text = _reply_text(session, context, content, correlation_id)
+            text, offline = _reply_text(session, context, content, correlation_id)
         except llm.ModelError as exc:
             log.warning("tutor model unavailable for session %s: %s", session.pk, exc)
             raise TutorUnavailable() from None
-        reply = _store_reply(session, claim, position + 1, text, correlation_id, context)
-        released = True
-        message_after_send(session=session, user_message=user_message, reply=reply, context=context)
+        reply = _store_reply(session, claim, user_message, text, context, offline=offline)
         return Exchange(user_message=user_message, reply=reply, context=context)
     finally:
-        if not released:  # only the claim this request took
+        if reply is None:  # only the claim this request took
             TutorSession.objects.filter(pk=session.pk, reply_pending_since=claim).update(
                 reply_pending_since=None
             )
-            if user_message is not None:
-                message_after_send(session=session, user_message=user_message, reply=None, context=None)
+            message_after_send(session=session, user_message=user_message, reply=None, context=None)
 
 
 class _ClaimLost(Exception):
     pass
 
 
-def _store_reply(session, claim, position: int, text: str, correlation_id: str, context) -> TutorMessage:
-    """Store the reply and release the claim in one transaction -- only
-    while this request still holds the claim. A reply that cannot be stored
-    (the claim was taken over, or the database refuses it) is a 503 like a
-    model outage: the student's message is kept and they can send again."""
+def _store_reply(session, claim, user_message, text: str, context, *, offline: bool) -> TutorMessage:
+    """Store the reply, release the claim and apply the send's effects
+    (``message_after_send``) in one transaction -- only while this request
+    still holds the claim. The offline tutor's ModelCall row is written in
+    it too, and on its own when the reply is dropped. A reply that cannot
+    be stored (the claim was taken over, or the database refuses it) is a
+    503 like a model outage: the student's message is kept and they can
+    send again."""
+    position = user_message.position + 1
     try:
         with transaction.atomic():
             released = REPLY.run(
@@ -225,27 +218,39 @@ def _store_reply(session, claim, position: int, text: str, correlation_id: str, 
             )
             if released.count != 1:
                 raise _ClaimLost
-            return TutorMessage.objects.create(
+            reply = TutorMessage.objects.create(
                 session=session, position=position, role=TutorMessage.Role.ASSISTANT,
-                content=text, correlation_id=correlation_id, context_meta=context.meta,
+                content=text, correlation_id=user_message.correlation_id, context_meta=context.meta,
             )  # fmt: skip
+            if offline:
+                _record_offline_call(session, context, text, user_message.correlation_id)
+            message_after_send(session=session, user_message=user_message, reply=reply, context=context)
+            return reply
     except _ClaimLost:
         log.warning("session %s: the reply outlived its claim and was dropped", session.pk)
+        if offline:
+            _record_offline_call(session, context, text, user_message.correlation_id)
     except DatabaseError:
         log.exception("session %s: the reply could not be stored", session.pk)
     raise TutorUnavailable()
 
 
-def _reply_text(session: TutorSession, context: AssembledContext, content: str, correlation_id: str) -> str:
+def _reply_text(session: TutorSession, context: AssembledContext, content: str, correlation_id: str):
+    """The reply's text, and whether the offline tutor wrote it (its
+    ModelCall row is then written with the reply: ``_store_reply``)."""
     if llm.is_configured():
-        return llm.chat(
+        text = llm.chat(
             context.messages,
             purpose="tutor",
             correlation_id=correlation_id,
             temperature=0.3,
             course_id=session.task.course_id,
         )
-    text = offline_reply(task=session.task, feedback=context.feedback, message=content)
+        return text, False
+    return offline_reply(task=session.task, feedback=context.feedback, message=content), True
+
+
+def _record_offline_call(session: TutorSession, context: AssembledContext, text: str, correlation_id: str):
     llm.record_offline_call(
         context.messages,
         purpose="tutor",
@@ -253,19 +258,22 @@ def _reply_text(session: TutorSession, context: AssembledContext, content: str, 
         correlation_id=correlation_id,
         course_id=session.task.course_id,
     )
-    return text
 
 
 def message_after_send(
     *, session: TutorSession, user_message: TutorMessage, reply: TutorMessage | None, context
 ) -> None:
     """The one step that runs after a tutor turn (SPEC §4): with a stored
-    reply, each section's effects of a real send (hit counts, traces); in
-    every case the ``user_message_handled`` hook (correction detection). A
-    failing listener is logged: the student's exchange is already stored."""
+    reply, each section's effects of a real send (hit counts, traces), in a
+    savepoint of the reply's transaction, so that a failing effect is rolled
+    back alone; in every case the ``user_message_handled`` hook (correction
+    detection), whose listeners run in that transaction too -- or after a
+    503, in none -- and leave their work to its commit (``on_commit``). A
+    failing effect or listener is logged: the exchange is stored anyway."""
     if reply is not None and context is not None:
         try:
-            context_after_send(context)
+            with transaction.atomic():
+                context_after_send(context)
         except Exception:
             log.exception("after-send effects failed for message %s", user_message.pk)
     for receiver, result in user_message_handled.send_robust(

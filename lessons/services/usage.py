@@ -47,13 +47,15 @@ def recall_record(*, result: RecallResult, student, task, session_id, correlatio
     use at most once per (lesson, session): ``hit_count`` + 1 and
     ``last_hit`` = today in one atomic UPDATE. A lesson whose ``hit_count``
     then stands at ≥ LESSON_PROMOTE_HITS and has no skill candidate gets one
-    -- once, whatever races (one candidate per lesson, a unique constraint)."""
+    -- once, whatever races (one candidate per lesson, a unique constraint).
+    Atomic on its own, or as part of the caller's transaction (a send's
+    effects run in the reply's: ``tutor.sessions.message_after_send``)."""
     recalled = result.recalled_ids
     if not recalled:
         return _trace(
             result, student=student, task=task, session_id=session_id, correlation_id=correlation_id
         )
-    with transaction.atomic(durable=True):
+    with transaction.atomic(savepoint=False):
         trace = _trace(
             result, student=student, task=task, session_id=session_id, correlation_id=correlation_id
         )

@@ -332,13 +332,14 @@ def test_the_context_preview_makes_one_lesson_query_whatever_the_library(
 
 
 # POST …/messages/ with three lessons recalled: tests.tutor.test_context's
-# MESSAGE_POST_QUERIES (whose last are the trace INSERT and the correction
-# detection run on commit, which this test leaves uncalled: -DETECTION_QUERIES)
-# plus which of the recalled lessons the session already used (1) and, in the
-# after-send step: savepoint, RecalledLesson INSERT, LessonHit INSERT,
-# hit_count UPDATE of this trace's hits, lessons to promote, release (6).
+# MESSAGE_POST_QUERIES (whose last are the after-send step with its trace
+# INSERT, and the correction detection run on commit, which this test leaves
+# uncalled: -DETECTION_QUERIES) plus which of the recalled lessons the session
+# already used (1) and, in the after-send step's savepoint: RecalledLesson
+# INSERT, LessonHit INSERT, hit_count UPDATE of this trace's hits, lessons to
+# promote (4).
 def message_with_lessons_queries(snapshot_path: str = "in_transaction") -> int:
-    return query_budget("message", snapshot_path) - DETECTION_QUERIES + 1 + 6
+    return query_budget("message", snapshot_path) - DETECTION_QUERIES + 1 + 4
 
 
 @pytest.mark.django_db

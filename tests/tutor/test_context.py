@@ -694,24 +694,25 @@ def seed_volume(student, task, session_id, n: int) -> None:
 # POST /api/tutor/sessions/{id}/messages/:
 #   token auth (1); the caller's session with task, course and rubric and the
 #   versions of the request's snapshots (1: tutor.snapshots);
-#   claim the session and read its message count under the claim: UPDATE ...
-#   WHERE reply pending is null RETURNING message_count (1);
-#   store the user message: savepoint, INSERT, its detection's outbox row
-#   (the corrections app's post_save), UPDATE message_count, release (5);
+#   claim the session and store the user message, one transaction: savepoint,
+#   UPDATE ... WHERE reply pending is null SET the count + 1 RETURNING it (the
+#   message's position), INSERT, its detection's outbox row (the corrections
+#   app's post_save), release (5);
 #   earlier messages (1); feedback selection, one statement (1);
 #   lessons recall with the scope's stage counts and trace lines, from the
 #   scope's snapshots (0; when lessons are recalled, the recalled lessons as
 #   committed -- which of them the session already used: 1 more);
 #   ModelCall row of the tutor call (1);
-#   store the reply: savepoint, INSERT, UPDATE count and pending, release (4);
+#   store the reply and apply the send's effects, one transaction: savepoint,
+#   UPDATE count and pending, INSERT, the effects' savepoint, the lessons'
+#   recall trace (no lesson recalled: INSERT), release, release (7);
 #   the corrections app's providers from the snapshots (0);
-#   the lessons' recall trace, no lesson recalled: INSERT (1);
 #   then correction detection, run after commit in-process (eager Celery, the
 #   embedded default): DETECTION_QUERIES.
 # Detection of "what now?": one read of the message's text -- no correction --
 # and the DELETE of its outbox row once it has run (2).
 DETECTION_QUERIES = 2
-MESSAGE_POST_QUERIES = 16 + DETECTION_QUERIES
+MESSAGE_POST_QUERIES = 17 + DETECTION_QUERIES
 # GET /api/tutor/context/:
 #   token auth (1); the task within the caller's enrolment with the open
 #   session's id and the versions of the course's lessons and facts snapshots

@@ -25,7 +25,15 @@ from tutor.selectors import (
     STUDENT_TASK_SESSION,
     student_task,
 )
-from tutor.sessions import CLAIM, COUNT, REPLY, session_open
+from tutor.sessions import CLAIM, REPLY, session_open
+
+# A session's message count set to a value: the plainest update there is.
+COUNT = PreparedUpdate(
+    lambda *, session_id, count: (TutorSession.objects.filter(pk=session_id), {"message_count": count}),
+    returning="message_count",
+    session_id="uuid",
+    count="int",
+)
 
 
 def assert_matches_orm(prepared: PreparedQuery, **values):
@@ -265,8 +273,8 @@ def assert_update_matches_orm(prepared: PreparedUpdate, row_id, /, **values) -> 
 
 def test_the_tutor_turn_updates_match_the_orm(task, student):
     """Three turns (on PostgreSQL the third runs each update as a server-side
-    prepared statement): the claim takes a free slot and returns the count,
-    refuses a held one, and takes over an expired one; the reply update
+    prepared statement): the claim takes a free slot, counts the user
+    message and returns the count, refuses a held one, and takes over an expired one; the reply update
     releases only the claim it is given."""
     session, _ = session_open(student=student, task=task)
     for turn in range(3):
@@ -275,16 +283,13 @@ def test_the_tutor_turn_updates_match_the_orm(task, student):
         claimed = assert_update_matches_orm(
             CLAIM, session.pk, session_id=session.pk, now=now, expired_before=expiry
         )
-        assert claimed.values == [2 * turn]
+        assert claimed.values == [2 * turn + 1]  # the user message's position
         # Held: a second claim finds nothing.
         later = now + timedelta(seconds=1)
         busy = assert_update_matches_orm(
             CLAIM, session.pk, session_id=session.pk, now=later, expired_before=expiry
         )
         assert busy.count == 0
-        assert assert_update_matches_orm(
-            COUNT, session.pk, session_id=session.pk, count=2 * turn + 1
-        ).values == [2 * turn + 1]
         # Someone else's claim is not released.
         other = now - timedelta(microseconds=1)
         assert (

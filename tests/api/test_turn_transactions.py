@@ -1,0 +1,130 @@
+"""A tutor turn's writes (SPEC §4): the claim with the user message, then the
+reply with the send's effects, each one transaction; what fails inside the
+second is rolled back alone or drops the reply as a whole, never half of it."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from lessons.models import LessonHit, RecallTrace
+from tests.lessons.conftest import bulk_lessons
+from tests.lessons.test_tutor_context import TASK_TAGS
+from tutor import sessions
+from tutor.models import ModelCall, TutorMessage, TutorSession
+
+
+def send(client, session_id, content="what now?"):
+    return client.post(f"/api/tutor/sessions/{session_id}/messages/", {"content": content}, format="json")
+
+
+@pytest.fixture
+def session_id(task, student_client):
+    return student_client.post("/api/tutor/sessions/", {"task": task.pk}, format="json").json()["id"]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_offline_turn_with_recalled_lessons_commits_two_transactions(
+    course, task, student_client, session_id
+):
+    """Committed for real (no test transaction around it): the claim and the
+    user message, then the reply, its ModelCall row, the recall trace and
+    the lesson hits -- two COMMITs, no write on its own before the detection
+    that runs after them."""
+    bulk_lessons(course, 3, tags=TASK_TAGS)
+    send(student_client, session_id, "a first one")  # this process's snapshots
+
+    with CaptureQueriesContext(connection) as captured:
+        response = send(student_client, session_id)
+
+    assert response.status_code == 201, response.content
+    statements = [query["sql"] for query in captured.captured_queries]
+    commits = [i for i, sql in enumerate(statements) if sql.upper().startswith("COMMIT")]
+    assert len(commits) == 2, statements
+    writes = [
+        i for i, sql in enumerate(statements[: commits[-1]]) if sql.upper().startswith(("INSERT", "UPDATE"))
+    ]
+    # Claim, message, outbox row; release, reply, ModelCall, trace, recalled
+    # lessons (the session had used them: no hit) -- all committed by the two.
+    assert len(writes) == 8, statements
+    assert RecallTrace.objects.count() == 2 and LessonHit.objects.count() == 3
+    assert ModelCall.objects.filter(model="offline").count() == 2
+
+
+@pytest.mark.django_db
+def test_a_failing_effect_is_rolled_back_alone_and_the_reply_is_stored(
+    course, task, student_client, session_id, monkeypatch, caplog
+):
+    """A statement the database refuses while the trace is written (on
+    PostgreSQL it would abort the whole transaction) leaves the reply, its
+    count and the released claim committed; the failure is logged."""
+    bulk_lessons(course, 3, tags=TASK_TAGS)
+    from lessons.services import usage
+
+    real_trace = usage._trace
+
+    def refused(*args, **kwargs):
+        trace = real_trace(*args, **kwargs)
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT * FROM no_such_table_in_this_schema")
+        return trace
+
+    monkeypatch.setattr(usage, "_trace", refused)
+    with caplog.at_level(logging.ERROR, logger="tutor.sessions"):
+        response = send(student_client, session_id)
+
+    assert response.status_code == 201, response.content
+    assert list(TutorMessage.objects.order_by("position").values_list("role", flat=True)) == [
+        "user",
+        "assistant",
+    ]
+    session = TutorSession.objects.get(pk=session_id)
+    assert (session.message_count, session.reply_pending_since) == (2, None)
+    assert not RecallTrace.objects.exists() and not LessonHit.objects.exists()
+    assert ModelCall.objects.filter(model="offline").count() == 1
+    assert "after-send effects failed" in caplog.text
+
+
+@pytest.mark.django_db
+def test_an_offline_reply_that_outlived_its_claim_is_dropped_and_its_call_recorded(
+    student_client, session_id, monkeypatch
+):
+    from tests.api.test_reply_claims import claim_aged
+
+    taken_over = {}
+    real_reply = sessions.offline_reply
+
+    def slow_reply(**kwargs):
+        taken_over["since"] = claim_aged(session_id, 0)  # another request took the session meanwhile
+        return real_reply(**kwargs)
+
+    monkeypatch.setattr(sessions, "offline_reply", slow_reply)
+
+    response = send(student_client, session_id, "first")
+
+    assert response.status_code == 503
+    assert list(TutorMessage.objects.values_list("role", "content")) == [("user", "first")]
+    assert TutorSession.objects.get(pk=session_id).reply_pending_since == taken_over["since"]
+    assert not RecallTrace.objects.exists()
+    call = ModelCall.objects.get()
+    assert call.model == "offline" and call.request_messages[-1] == {"role": "user", "content": "first"}
+
+
+@pytest.mark.django_db
+def test_a_taken_position_leaves_the_session_unclaimed_and_uncounted(
+    student, task, student_client, session_id
+):
+    """A request that outlived its claim stored an exchange after all: the
+    next position is taken, so the claim and the message roll back together
+    (409) -- the session takes the next message at once."""
+    TutorMessage.objects.create(session_id=session_id, position=1, role="user", content="stored late")
+
+    response = send(student_client, session_id)
+
+    assert response.status_code == 409
+    session = TutorSession.objects.get(pk=session_id)
+    assert (session.message_count, session.reply_pending_since) == (0, None)
+    assert TutorMessage.objects.count() == 1
