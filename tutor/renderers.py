@@ -6,17 +6,22 @@ tutor context's 24 KB body: about a tenth of the request). ``orjson``
 writes the same text several times faster; this renderer hands it the data
 and keeps DRF's output:
 
-- the same bytes for strings, integers, booleans, null, lists and objects
-  (compact separators, no ASCII escaping, U+2028 and U+2029 escaped);
+- the same bytes for strings, integers, booleans, null, lists, tuples and
+  objects (compact separators, no ASCII escaping, U+2028 and U+2029
+  escaped); subclasses of them as ``json.dumps`` writes them -- a
+  ``TextChoices`` member as its value, a dict subclass by its ``items()``
+  (a ``QueryDict``'s last values, an ``OrderedDict``'s order);
 - dates, times and every type ``orjson`` does not write itself (Decimal,
-  lazy translations, querysets, ...) go through DRF's own encoder, so a
-  datetime still reads ``...Z`` for UTC;
+  lazy translations, querysets, generators, ...) go through DRF's own
+  encoder, so a datetime still reads ``...Z`` for UTC;
 - what ``orjson`` refuses (an integer beyond 64 bits, nesting deeper than
   its limit, a lone surrogate) is rendered by DRF's renderer itself, with
-  its result or its error;
+  its result or its error -- reusing what DRF's encoder already made of
+  each object, so a generator is not read twice;
 - a float may be written in another notation of the same number
-  (``1e16`` for DRF's ``1e+16``); a NaN or an infinity, which DRF's strict
-  mode refuses with an error, is written as ``null``.
+  (``1e16`` for DRF's ``1e+16``, a float key too); a NaN or an infinity,
+  which DRF's strict mode refuses with an error, is written as ``null``;
+  a key ``json.dumps`` refuses (a UUID, a datetime) is written as text.
 
 An indented rendering (``Accept: application/json; indent=4``) is DRF's.
 """
@@ -27,16 +32,31 @@ import orjson
 from rest_framework.renderers import JSONRenderer
 from rest_framework.utils.encoders import JSONEncoder
 
-# Types orjson would write in its own form, not DRF's: passed to ``_default``.
+# Types orjson would write in its own form, not DRF's: passed to the default.
 _OPTIONS = (
     orjson.OPT_NON_STR_KEYS  # an int key becomes "1", as json.dumps writes it
     | orjson.OPT_PASSTHROUGH_DATETIME
     | orjson.OPT_PASSTHROUGH_DATACLASS
+    | orjson.OPT_PASSTHROUGH_SUBCLASS
 )
 _DRF_DEFAULT = JSONEncoder().default
 
 # Line and paragraph separators, escaped as DRF escapes them (JavaScript strings cannot hold them raw).
 _LINE_SEPARATOR, _PARAGRAPH_SEPARATOR = "\u2028".encode(), "\u2029".encode()
+
+
+def _as_json_dumps_writes(obj):
+    """A subclass of a JSON type as the C encoder of ``json.dumps`` reads it;
+    anything else by DRF's encoder."""
+    if isinstance(obj, str):
+        return str.__str__(obj)
+    if isinstance(obj, int):
+        return int.__int__(obj)
+    if isinstance(obj, dict):
+        return dict(obj.items())
+    if isinstance(obj, list):
+        return list.copy(obj)
+    return _DRF_DEFAULT(obj)
 
 
 class FastJSONRenderer(JSONRenderer):
@@ -47,10 +67,32 @@ class FastJSONRenderer(JSONRenderer):
             accepted_media_type, renderer_context or {}
         ):
             return super().render(data, accepted_media_type, renderer_context)
+        converted: dict[int, tuple] = {}  # id → (the object, kept alive; what it became)
+
+        def default(obj):
+            found = converted.get(id(obj))
+            if found is None:
+                found = converted[id(obj)] = (obj, _as_json_dumps_writes(obj))
+            return found[1]
+
         try:
-            rendered = orjson.dumps(data, default=_DRF_DEFAULT, option=_OPTIONS)
+            rendered = orjson.dumps(data, default=default, option=_OPTIONS)
         except orjson.JSONEncodeError:
-            return super().render(data, accepted_media_type, renderer_context)
+            return self._drf_render(data, accepted_media_type, renderer_context, converted)
         if b"\xe2\x80" in rendered:  # the first two bytes of both separators
             rendered = rendered.replace(_LINE_SEPARATOR, b"\\u2028").replace(_PARAGRAPH_SEPARATOR, b"\\u2029")
         return rendered
+
+    def _drf_render(self, data, accepted_media_type, renderer_context, converted: dict):
+        base = self.encoder_class
+
+        class Remembering(base):
+            def default(self, obj):
+                found = converted.get(id(obj))
+                return found[1] if found is not None else super().default(obj)
+
+        self.encoder_class = Remembering  # this instance renders this response only
+        try:
+            return super().render(data, accepted_media_type, renderer_context)
+        finally:
+            self.encoder_class = base

@@ -206,7 +206,7 @@ def _store_reply(session, claim, user_message, text: str, context, *, offline: b
     """Store the reply, release the claim and apply the send's effects
     (``message_after_send``) in one transaction -- only while this request
     still holds the claim. The offline tutor's ModelCall row is written in
-    it too, and on its own when the reply is dropped. A reply that cannot
+    it too, and on its own when the reply is not stored. A reply that cannot
     be stored (the claim was taken over, or the database refuses it) is a
     503 like a model outage: the student's message is kept and they can
     send again."""
@@ -225,13 +225,20 @@ def _store_reply(session, claim, user_message, text: str, context, *, offline: b
             if offline:
                 _record_offline_call(session, context, text, user_message.correlation_id)
             message_after_send(session=session, user_message=user_message, reply=reply, context=context)
+            if transaction.get_rollback():
+                # A savepoint could not be rolled back (the connection failed
+                # meanwhile): leaving the block would roll everything back, silently.
+                raise DatabaseError("the reply's transaction can only be rolled back")
             return reply
     except _ClaimLost:
         log.warning("session %s: the reply outlived its claim and was dropped", session.pk)
-        if offline:
-            _record_offline_call(session, context, text, user_message.correlation_id)
     except DatabaseError:
         log.exception("session %s: the reply could not be stored", session.pk)
+    if offline:  # the call was made (and its row rolled back with the reply, if written)
+        try:
+            _record_offline_call(session, context, text, user_message.correlation_id)
+        except DatabaseError:
+            log.exception("session %s: the offline call of a dropped reply could not be recorded", session.pk)
     raise TutorUnavailable()
 
 
@@ -267,8 +274,8 @@ def message_after_send(
     reply, each section's effects of a real send (hit counts, traces), in a
     savepoint of the reply's transaction, so that a failing effect is rolled
     back alone; in every case the ``user_message_handled`` hook (correction
-    detection), whose listeners run in that transaction too -- or after a
-    503, in none -- and leave their work to its commit (``on_commit``). A
+    detection), once that transaction commits -- at once after a 503, and
+    never when the reply's commit fails (the 503 that follows sends it). A
     failing effect or listener is logged: the exchange is stored anyway."""
     if reply is not None and context is not None:
         try:
@@ -276,6 +283,10 @@ def message_after_send(
                 context_after_send(context)
         except Exception:
             log.exception("after-send effects failed for message %s", user_message.pk)
+    transaction.on_commit(lambda: _message_handled(session, user_message, reply), robust=True)
+
+
+def _message_handled(session: TutorSession, user_message: TutorMessage, reply: TutorMessage | None) -> None:
     for receiver, result in user_message_handled.send_robust(
         sender=TutorMessage, message=user_message, session=session, reply=reply
     ):

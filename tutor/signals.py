@@ -3,10 +3,10 @@
 ``user_message_handled``: a user message was stored and the tutor's turn is
 over -- with a stored ``reply``, or with ``reply=None`` when the model was
 unavailable (the message is kept). Sent once per message, after the model
-call: with a reply, inside the transaction that stores it (a listener leaves
-its database work to the commit, ``transaction.on_commit``); after a 503,
-outside any. The corrections app enqueues its detection from here (SPEC §4:
-on commit, after the reply or the 503, never before the tutor's model call).
+call and outside any transaction: once the reply's transaction has
+committed, or after the 503. The corrections app enqueues its detection
+from here (SPEC §4: on commit, after the reply or the 503, never before the
+tutor's model call).
 """
 
 from django.dispatch import Signal

@@ -48,8 +48,10 @@ def recall_record(*, result: RecallResult, student, task, session_id, correlatio
     ``last_hit`` = today in one atomic UPDATE. A lesson whose ``hit_count``
     then stands at ≥ LESSON_PROMOTE_HITS and has no skill candidate gets one
     -- once, whatever races (one candidate per lesson, a unique constraint).
-    Atomic on its own, or as part of the caller's transaction (a send's
-    effects run in the reply's: ``tutor.sessions.message_after_send``)."""
+    Atomic on its own; inside a caller's transaction, part of it: a failure
+    marks that transaction for rollback, so a caller that must survive one
+    wraps the call in a savepoint (a send's effects run in one, in the
+    reply's transaction: ``tutor.sessions.message_after_send``)."""
     recalled = result.recalled_ids
     if not recalled:
         return _trace(

@@ -50,6 +50,11 @@ def test_an_offline_turn_with_recalled_lessons_commits_two_transactions(
     # Claim, message, outbox row; release, reply, ModelCall, trace, recalled
     # lessons (the session had used them: no hit) -- all committed by the two.
     assert len(writes) == 8, statements
+    if connection.vendor == "sqlite":  # which logs where each transaction begins, too
+        begins = [i for i, sql in enumerate(statements) if sql.upper().startswith("BEGIN")]
+        assert len(begins) == 2
+        spans = list(zip(begins, commits, strict=True))
+        assert all(any(start < i < end for start, end in spans) for i in writes), statements
     assert RecallTrace.objects.count() == 2 and LessonHit.objects.count() == 3
     assert ModelCall.objects.filter(model="offline").count() == 2
 
@@ -60,7 +65,7 @@ def test_a_failing_effect_is_rolled_back_alone_and_the_reply_is_stored(
 ):
     """A statement the database refuses while the trace is written (on
     PostgreSQL it would abort the whole transaction) leaves the reply, its
-    count and the released claim committed; the failure is logged."""
+    count and the released claim stored; the failure is logged."""
     bulk_lessons(course, 3, tags=TASK_TAGS)
     from lessons.services import usage
 
@@ -128,3 +133,79 @@ def test_a_taken_position_leaves_the_session_unclaimed_and_uncounted(
     session = TutorSession.objects.get(pk=session_id)
     assert (session.message_count, session.reply_pending_since) == (0, None)
     assert TutorMessage.objects.count() == 1
+
+
+@pytest.fixture
+def handled():
+    from tutor.signals import user_message_handled
+
+    calls = []
+
+    def receiver(sender, message, session, reply, **kwargs):
+        calls.append(None if reply is None else reply.role)
+
+    user_message_handled.connect(receiver, weak=False)
+    yield calls
+    user_message_handled.disconnect(receiver)
+
+
+@pytest.mark.django_db
+def test_a_savepoint_that_cannot_be_rolled_back_is_a_503_not_a_lost_reply(
+    course, task, student_client, session_id, monkeypatch, handled, django_capture_on_commit_callbacks
+):
+    """The effects fail and rolling back to their savepoint fails too (the
+    connection broke): the reply's whole transaction can only roll back, so
+    the turn is a 503 -- not a 201 for a reply that was never stored."""
+    bulk_lessons(course, 3, tags=TASK_TAGS)
+    from django.db import DatabaseError
+
+    from lessons.services import usage
+
+    def failing(*args, **kwargs):
+        raise RuntimeError("the effect failed")
+
+    real_rollback, rollbacks = connection.savepoint_rollback, []
+
+    def broken_rollback(sid):
+        rollbacks.append(sid)
+        if len(rollbacks) == 1:  # the effects' savepoint, the first rolled back
+            raise DatabaseError("the connection broke")
+        return real_rollback(sid)
+
+    monkeypatch.setattr(usage, "_trace", failing)
+    monkeypatch.setattr(connection, "savepoint_rollback", broken_rollback)
+    with django_capture_on_commit_callbacks(execute=True):
+        response = send(student_client, session_id)
+
+    assert response.status_code == 503, response.content
+    monkeypatch.undo()
+    assert list(TutorMessage.objects.values_list("role", flat=True)) == ["user"]
+    assert TutorSession.objects.get(pk=session_id).reply_pending_since is None
+    assert ModelCall.objects.filter(model="offline").count() == 1
+    assert handled == [None]  # the hook ran once, for the 503
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_reply_whose_commit_fails_is_a_503_and_the_hook_runs_once(
+    task, student_client, session_id, monkeypatch, handled
+):
+    real_commit = connection.commit
+    commits = []
+
+    def second_commit_fails():
+        commits.append(1)
+        if len(commits) == 2:  # the reply's transaction
+            from django.db import OperationalError
+
+            raise OperationalError("the server closed the connection")
+        return real_commit()
+
+    monkeypatch.setattr(connection, "commit", second_commit_fails)
+    response = send(student_client, session_id)
+    monkeypatch.undo()
+
+    assert response.status_code == 503, response.content
+    assert list(TutorMessage.objects.values_list("role", flat=True)) == ["user"]
+    assert TutorSession.objects.get(pk=session_id).reply_pending_since is None
+    assert ModelCall.objects.filter(model="offline").count() == 1
+    assert handled == [None]

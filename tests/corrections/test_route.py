@@ -394,8 +394,11 @@ def test_detection_is_enqueued_on_commit_not_before(student, chat_for, django_ca
         )
     assert response.status_code == 201
     assert not Correction.objects.exists()  # nothing yet: the task waits for the commit
-    for callback in callbacks:
-        callback()
+    # The commit: the turn's hook runs, and enqueues the detection on the commit it is in
+    # (outside a test's transaction: at once).
+    with django_capture_on_commit_callbacks(execute=True):
+        for callback in callbacks:
+            callback()
     assert Correction.objects.count() == 1
 
 

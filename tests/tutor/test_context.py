@@ -702,7 +702,8 @@ def seed_volume(student, task, session_id, n: int) -> None:
 #   lessons recall with the scope's stage counts and trace lines, from the
 #   scope's snapshots (0; when lessons are recalled, the recalled lessons as
 #   committed -- which of them the session already used: 1 more);
-#   ModelCall row of the tutor call (1);
+#   ModelCall row of the tutor call, written by the model client (1; the
+#   offline tutor writes it in the reply's transaction, after the reply);
 #   store the reply and apply the send's effects, one transaction: savepoint,
 #   UPDATE count and pending, INSERT, the effects' savepoint, the lessons'
 #   recall trace (no lesson recalled: INSERT), release, release (7);

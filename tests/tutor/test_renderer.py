@@ -6,12 +6,18 @@ import datetime
 import decimal
 import json
 import uuid
+from collections import OrderedDict
+from typing import NamedTuple
 
 import pytest
+from django.db import models
+from django.http import QueryDict
+from django.utils.safestring import mark_safe
 from django.utils.translation import gettext_lazy
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from rest_framework.renderers import JSONRenderer
+from rest_framework.utils.serializer_helpers import ReturnDict, ReturnList
 
 from tests.factories import make_submission
 from tests.tutor.test_context import open_session, send
@@ -113,3 +119,50 @@ def test_the_api_answers_with_it_and_its_bodies_are_drfs(student, student_client
     for response in responses:
         assert isinstance(response.accepted_renderer, FastJSONRenderer)
         assert response.content == DRF.render(response.data), response.request["PATH_INFO"]
+
+
+class Level(models.IntegerChoices):
+    LOW = 1, "low"
+
+
+class Colour(models.TextChoices):
+    RED = "red", "Red"
+
+
+class Point(NamedTuple):
+    x: int
+    y: int
+
+
+def test_subclasses_of_json_types_are_written_as_json_dumps_writes_them():
+    ordered = OrderedDict(a=1, b=2)
+    ordered.move_to_end("a")
+    document = {
+        "choices": [Colour.RED, Level.LOW, {Colour.RED: Level.LOW}],
+        "query": QueryDict("a=1&a=2&b=3"),
+        "ordered": ordered,
+        "serialized": ReturnDict({"id": 1}, serializer=None),
+        "page": ReturnList([{"id": 1}], serializer=None),
+        "point": Point(1, 2),
+        "safe": mark_safe("<b>"),
+    }
+    assert FAST.render(document) == DRF.render(document)
+    assert json.loads(FAST.render(document))["query"] == {"a": "2", "b": "3"}
+
+
+def test_a_generator_is_read_once_when_drf_renders_the_rest():
+    def numbers():
+        yield from (1, 2, 3)
+
+    rendered = FAST.render({"numbers": numbers(), "big": 2**64})  # orjson refuses the big integer
+    assert rendered == DRF.render({"numbers": numbers(), "big": 2**64})
+    assert json.loads(rendered)["numbers"] == [1, 2, 3]
+
+
+def test_a_float_drf_refuses_is_written_as_null():
+    with pytest.raises(ValueError):
+        DRF.render({"score": float("nan")})
+    assert json.loads(FAST.render({"score": float("nan"), "top": float("inf")})) == {
+        "score": None,
+        "top": None,
+    }
