@@ -20,11 +20,6 @@ def send(client, session_id, content="hello"):
     return client.post(f"/api/tutor/sessions/{session_id}/messages/", {"content": content}, format="json")
 
 
-@pytest.fixture
-def session_id(task, student_client):
-    return student_client.post("/api/tutor/sessions/", {"task": task.pk}, format="json").json()["id"]
-
-
 def claim_aged(session_id, seconds: float):
     since = timezone.now() - timedelta(seconds=seconds)
     TutorSession.objects.filter(pk=session_id).update(reply_pending_since=since)

@@ -11,19 +11,11 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from lessons.models import LessonHit, RecallTrace
+from tests.api.test_reply_claims import claim_aged, send
 from tests.lessons.conftest import bulk_lessons
 from tests.lessons.test_tutor_context import TASK_TAGS
 from tutor import sessions
 from tutor.models import ModelCall, TutorMessage, TutorSession
-
-
-def send(client, session_id, content="what now?"):
-    return client.post(f"/api/tutor/sessions/{session_id}/messages/", {"content": content}, format="json")
-
-
-@pytest.fixture
-def session_id(task, student_client):
-    return student_client.post("/api/tutor/sessions/", {"task": task.pk}, format="json").json()["id"]
 
 
 @pytest.mark.django_db(transaction=True)
@@ -97,8 +89,6 @@ def test_a_failing_effect_is_rolled_back_alone_and_the_reply_is_stored(
 def test_an_offline_reply_that_outlived_its_claim_is_dropped_and_its_call_recorded(
     student_client, session_id, monkeypatch
 ):
-    from tests.api.test_reply_claims import claim_aged
-
     taken_over = {}
     real_reply = sessions.offline_reply
 
