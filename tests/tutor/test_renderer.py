@@ -166,3 +166,36 @@ def test_a_float_drf_refuses_is_written_as_null():
         "score": None,
         "top": None,
     }
+
+
+def _routed_views(patterns=None):
+    """Every view class the URLconf routes to (DRF views, viewsets, Django views)."""
+    from django.urls import URLPattern, URLResolver, get_resolver
+
+    for entry in get_resolver().url_patterns if patterns is None else patterns:
+        if isinstance(entry, URLResolver):
+            yield from _routed_views(entry.url_patterns)
+        elif isinstance(entry, URLPattern):
+            view = getattr(entry.callback, "cls", None) or getattr(entry.callback, "view_class", None)
+            if view is not None:
+                yield entry.pattern, view
+
+
+OWN_APPS = {"tutor", "feedback", "corrections", "lessons"}
+
+
+def test_every_routed_api_view_renders_its_json_with_the_apis_renderer():
+    """One JSON renderer for the whole API: a view that names DRF's own
+    renderer (as the LTI views did) would answer in DRF's slower way, and
+    with another renderer's differences."""
+    from rest_framework.views import APIView
+
+    json_renderers = {}
+    for pattern, view in _routed_views():
+        if not issubclass(view, APIView) or view.__module__.split(".")[0] not in OWN_APPS:
+            continue  # the OpenAPI schema's views render the schema with drf-spectacular's own
+        for renderer in view.renderer_classes:
+            if renderer.media_type == "application/json":
+                json_renderers[f"{view.__module__}.{view.__name__} ({pattern})"] = renderer
+    assert any("tutor.lti" in name for name in json_renderers)  # the LTI views are among them
+    assert {name: r for name, r in json_renderers.items() if not issubclass(r, FastJSONRenderer)} == {}

@@ -32,7 +32,6 @@ from pylti1p3.exception import LtiException, OIDCException
 from rest_framework.negotiation import BaseContentNegotiation
 from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.permissions import AllowAny
-from rest_framework.renderers import JSONRenderer
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
@@ -48,6 +47,7 @@ from tutor.lti.services.launch import (
     login_nonce_use,
 )
 from tutor.models import Enrollment
+from tutor.renderers import FastJSONRenderer
 
 log = logging.getLogger(__name__)
 
@@ -114,7 +114,7 @@ class LtiPageView(APIView):
     schema = PageSchema()
     authentication_classes: list = []
     permission_classes = [AllowAny]
-    renderer_classes = [JSONRenderer]
+    renderer_classes = [FastJSONRenderer]
     content_negotiation_class = _FirstRenderer
 
     def initial(self, request, *args, **kwargs):
@@ -277,7 +277,7 @@ class JwksView(APIView):
 
     authentication_classes: list = []
     permission_classes = [AllowAny]
-    renderer_classes = [JSONRenderer]
+    renderer_classes = [FastJSONRenderer]
 
     @extend_schema(operation_id="lti_jwks", responses={200: JwksSerializer}, auth=[], tags=["lti"])
     def get(self, request):
