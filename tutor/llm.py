@@ -30,6 +30,7 @@ from django.utils import timezone
 from tutor.correlation import get_correlation_id
 from tutor.errors import ServiceUnavailable
 from tutor.models import ModelCall
+from tutor.prepared import PreparedInsert
 
 log = logging.getLogger(__name__)
 
@@ -109,11 +110,15 @@ def _client() -> httpx.Client:
     return httpx.Client(timeout=timeout, headers=headers, transport=TRANSPORT)
 
 
+# Every model call is a row (SPEC §4), the offline tutor's on every message (SPEC §10).
+MODEL_CALL = PreparedInsert(ModelCall)
+
+
 def _record(purpose, correlation_id, messages, started, course_id=None, **fields) -> ModelCall:
     for name in ("response_text", "error"):
         if name in fields:
             fields[name] = sanitize_text(fields[name], limit=len(fields[name]))
-    return ModelCall.objects.create(
+    return MODEL_CALL.create(
         purpose=purpose,
         course_id=course_id,
         correlation_id=correlation_id,
@@ -237,7 +242,7 @@ def record_offline_call(
 ) -> ModelCall:
     """Audit row for a reply composed by the offline tutor: the request is the
     one a real model would have received (SPEC §4)."""
-    return ModelCall.objects.create(
+    return MODEL_CALL.create(
         purpose=purpose,
         course_id=course_id,
         correlation_id=correlation_id or get_correlation_id(),

@@ -19,7 +19,7 @@ from tutor.context import AssembledContext, assemble_context, context_after_send
 from tutor.errors import Conflict, ServiceUnavailable
 from tutor.models import Task, TutorMessage, TutorSession
 from tutor.offline import offline_reply
-from tutor.prepared import PreparedUpdate
+from tutor.prepared import PreparedInsert, PreparedUpdate
 from tutor.redaction import redact, unmarked
 from tutor.selectors import earlier_messages
 from tutor.signals import user_message_handled
@@ -107,6 +107,8 @@ def reply_update(*, session_id, claim, count):
 REPLY = PreparedUpdate(
     reply_update, returning="message_count", session_id="uuid", claim="datetime", count="int"
 )
+# And its two messages (each with its signals: the detection outbox row is a receiver's).
+MESSAGE = PreparedInsert(TutorMessage)
 
 
 def _claim(session: TutorSession) -> tuple:
@@ -164,7 +166,7 @@ def message_send(*, session: TutorSession, content: str, correlation_id: str) ->
         # is left as it was.
         with transaction.atomic():
             claim, position = _claim(session)
-            user_message = TutorMessage.objects.create(
+            user_message = MESSAGE.create(
                 session=session, position=position, role=TutorMessage.Role.USER,
                 content=content, correlation_id=correlation_id,
             )  # fmt: skip
@@ -218,7 +220,7 @@ def _store_reply(session, claim, user_message, text: str, context, *, offline: b
             )
             if released.count != 1:
                 raise _ClaimLost
-            reply = TutorMessage.objects.create(
+            reply = MESSAGE.create(
                 session=session, position=position, role=TutorMessage.Role.ASSISTANT,
                 content=text, correlation_id=user_message.correlation_id, context_meta=context.meta,
             )  # fmt: skip

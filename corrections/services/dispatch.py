@@ -35,6 +35,7 @@ from django.utils import timezone
 
 from corrections.conf import setting
 from corrections.models import PendingDetection
+from tutor.prepared import PreparedInsert
 
 log = logging.getLogger(__name__)
 
@@ -47,10 +48,14 @@ def _visibility() -> timedelta:
     return timedelta(seconds=settings.CELERY_VISIBILITY_TIMEOUT)
 
 
+# Written with every user message (SPEC §10).
+OUTBOX_ROW = PreparedInsert(PendingDetection)
+
+
 def detection_pending(*, message, now: datetime | None = None) -> None:
     """The outbox row of a user message being stored: call inside the
     transaction that stores it."""
-    PendingDetection.objects.create(
+    OUTBOX_ROW.create(
         message=message,
         correlation_id=(message.correlation_id or "")[:64],
         due_at=(now or timezone.now()) + _visibility(),

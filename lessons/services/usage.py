@@ -16,9 +16,15 @@ from tutor.audit import audit_record
 from tutor.conf import optional_setting
 from tutor.errors import Conflict
 from tutor.models import AuditEvent
+from tutor.prepared import PreparedInsert
 
 # Seed 003 step 3: a lesson recalled three times goes to a skill review.
 LESSON_PROMOTE_HITS = 3
+
+
+# A real send's trace and its recalled lessons: on every message (SPEC §10).
+TRACE = PreparedInsert(RecallTrace)
+RECALLED = PreparedInsert(RecalledLesson)
 
 
 def promote_hits() -> int:
@@ -26,7 +32,7 @@ def promote_hits() -> int:
 
 
 def _trace(result: RecallResult, *, student, task, session_id, correlation_id: str) -> RecallTrace:
-    return RecallTrace.objects.create(
+    return TRACE.create(
         correlation_id=correlation_id,
         course_id=task.course_id,
         student=student,
@@ -61,9 +67,11 @@ def recall_record(*, result: RecallResult, student, task, session_id, correlatio
         trace = _trace(
             result, student=student, task=task, session_id=session_id, correlation_id=correlation_id
         )
-        RecalledLesson.objects.bulk_create(
-            RecalledLesson(trace=trace, lesson_id=lesson_id, rank=rank)
-            for rank, lesson_id in enumerate(recalled, 1)
+        RECALLED.create_many(
+            [
+                RecalledLesson(trace=trace, lesson_id=lesson_id, rank=rank)
+                for rank, lesson_id in enumerate(recalled, 1)
+            ]
         )
         # Lessons the session had used when recall read them stay used: only
         # the others can be new uses (a session's sends never overlap).

@@ -4,20 +4,23 @@ database the suite runs on (CI runs it on SQLite and on PostgreSQL)."""
 
 from __future__ import annotations
 
+import re
 import uuid
 from datetime import timedelta
 
 import pytest
 from django.db import transaction
 from django.db.models import DateField, FloatField, Value
+from django.test.utils import isolate_apps
 from django.utils import timezone
 
 from feedback.models import AttemptStatus
 from feedback.selectors import LATEST_ROW, LATEST_ROW_WITHOUT_RUBRIC
 from feedback.versions import current_versions
 from tests.factories import enroll, make_attempt, make_course, make_submission, make_task
+from tests.lessons.conftest import make_lesson
 from tutor.models import Course, Rubric, Task, TutorMessage, TutorSession
-from tutor.prepared import PreparationError, PreparedQuery, PreparedUpdate, Updated
+from tutor.prepared import PreparationError, PreparedInsert, PreparedQuery, PreparedUpdate, Updated
 from tutor.selectors import (
     EARLIER_MESSAGES,
     OWNED_SESSION,
@@ -455,3 +458,198 @@ def test_none_is_refused_as_a_parameter(task, student):
         REPLY.run("default", session_id=session.pk, claim=None, count=1)
     with pytest.raises(ValueError, match="task_id: None"):
         STUDENT_TASK.rows(user_id=student.pk, task_id=None)
+
+
+# --- PreparedInsert: the turn's rows, as create() writes them ---------------
+
+NOW = timezone.now().replace(microsecond=123456)
+
+
+def _stored(model, pk) -> dict:
+    return model.objects.values().get(pk=pk)
+
+
+def _comparable(statements: list[tuple]) -> list[tuple]:
+    """psycopg's JSON wrapper has no equality: its object instead."""
+    return [
+        (sql, [(type(p), p.obj) if hasattr(p, "obj") else p for p in params]) for sql, params in statements
+    ]
+
+
+def assert_insert_matches_orm(prepared: PreparedInsert, monkeypatch, **values):
+    """``prepared.create(**values)`` sends the ORM's own INSERT with the same
+    parameters and stores the same row as ``model.objects.create(**values)``
+    (run first, then rolled back to a savepoint); ``auto_now_add`` fields
+    are filled at the same frozen time."""
+    from django.db import connection
+
+    model = prepared.model
+    monkeypatch.setattr(timezone, "now", lambda: NOW)
+    savepoint = transaction.savepoint()
+    orm_statements, orm_obj = statements_of(lambda: model.objects.create(**values))
+    orm_row = _stored(model, orm_obj.pk) if model._meta.pk.attname in values else None
+    transaction.savepoint_rollback(savepoint)
+
+    statements, obj = statements_of(lambda: prepared.create(**values))
+
+    # The model's INSERT, then what its receivers write (the user message's outbox row).
+    (orm_sql, orm_params), receivers = orm_statements[0], orm_statements[1:]
+    if model._meta.auto_field is not None and model._meta.pk.attname not in values:
+        # create() reads an automatic key back; a prepared insert leaves it to the database.
+        column = connection.ops.quote_name(model._meta.pk.column)
+        orm_sql, returned = re.subn(rf" RETURNING (\S+\.)?{re.escape(column)}$", "", orm_sql)
+        assert returned == 1
+        assert obj.pk is None
+    assert _comparable(statements) == _comparable([(orm_sql, orm_params), *receivers])
+    assert [type(p) for p in statements[0][1]] == [type(p) for p in orm_params]
+    assert not obj._state.adding and obj._state.db == "default"
+    if orm_row is not None:
+        assert _stored(model, obj.pk) == orm_row
+    return obj
+
+
+def test_the_tutor_turn_inserts_match_the_orm(task, student, monkeypatch):
+    """Each row a turn writes: its two messages (with JSON), the model call
+    (JSON, a null foreign key), the detection outbox row (a one-to-one
+    primary key), the recall trace and a recalled lesson (an automatic key)."""
+    from corrections.models import PendingDetection
+    from corrections.services.dispatch import OUTBOX_ROW
+    from lessons.models import RecalledLesson, RecallTrace
+    from lessons.services.usage import RECALLED, TRACE
+    from tutor.llm import MODEL_CALL
+    from tutor.models import ModelCall
+    from tutor.sessions import MESSAGE
+
+    session, _ = session_open(student=student, task=task)
+    message = assert_insert_matches_orm(
+        MESSAGE, monkeypatch, id=uuid.uuid4(), session=session, position=1, role=TutorMessage.Role.USER,
+        content="ünïcode \u2028 and a 'quote'", correlation_id="c1", context_meta={"a": [1, "x"], "b": None},
+    )  # fmt: skip
+    assert PendingDetection.objects.filter(message=message).exists()  # its post_save receiver ran
+    PendingDetection.objects.filter(message=message).delete()
+    assert_insert_matches_orm(
+        OUTBOX_ROW, monkeypatch, message=message, correlation_id="c1", due_at=NOW + timedelta(hours=1)
+    )
+    assert_insert_matches_orm(
+        MODEL_CALL, monkeypatch, id=uuid.uuid4(), purpose="tutor", course_id=None, correlation_id="c1",
+        model="offline", request_messages=[{"role": "user", "content": "hi"}], response_text="hello",
+        status=ModelCall.Status.OFFLINE,
+    )  # fmt: skip
+    trace = assert_insert_matches_orm(
+        TRACE, monkeypatch, id=uuid.uuid4(), correlation_id="c1", course_id=task.course_id, student=student,
+        task=task, session_id=session.pk, context={"tags": ["t"]}, params={"top_k": 3}, lines=[],
+        counts={"recalled": 0}, omitted={}, used_tokens=0, budget_tokens=800,
+    )  # fmt: skip
+    lesson = make_lesson(course=task.course)
+    assert_insert_matches_orm(RECALLED, monkeypatch, trace=trace, lesson=lesson, rank=1)
+    assert RecalledLesson.objects.filter(trace=trace).count() == 1
+    assert RecallTrace.objects.filter(pk=trace.pk).exists()
+
+
+def test_create_many_stores_the_rows_bulk_create_stores(task, student):
+    """One INSERT run per row (one ``executemany``), the rows as ``bulk_create`` leaves them."""
+    from lessons.models import RecalledLesson, RecallTrace
+    from lessons.services.usage import RECALLED
+
+    trace = RecallTrace.objects.create(
+        correlation_id="c", course_id=task.course_id, student=student, task=task, context={}, params={},
+        lines=[], counts={}, omitted={}, used_tokens=0, budget_tokens=800,
+    )  # fmt: skip
+    lessons = [make_lesson(course=task.course, title=f"L{i}") for i in range(3)]
+
+    def rows():
+        return list(RecalledLesson.objects.filter(trace=trace).order_by("rank").values("lesson_id", "rank"))
+
+    savepoint = transaction.savepoint()
+    RecalledLesson.objects.bulk_create(
+        RecalledLesson(trace=trace, lesson=lesson, rank=i) for i, lesson in enumerate(lessons, 1)
+    )
+    expected = rows()
+    transaction.savepoint_rollback(savepoint)
+
+    statements, _ = statements_of(
+        lambda: RECALLED.create_many(
+            [RecalledLesson(trace=trace, lesson=lesson, rank=i) for i, lesson in enumerate(lessons, 1)]
+        )
+    )
+    assert rows() == expected and len(expected) == 3
+    [(sql, params)] = statements
+    assert sql == RECALLED.sql("default") and len(params) == 3
+    assert RECALLED.create_many([]) == []
+
+
+def test_an_insert_sends_the_signals_create_sends(task, student):
+    from django.db.models.signals import post_save, pre_save
+
+    from tutor.sessions import MESSAGE
+
+    session, _ = session_open(student=student, task=task)
+    seen = []
+
+    def receiver(signal, sender, instance, **kwargs):
+        seen.append((signal, sender, instance.pk, instance._state.adding, kwargs))
+
+    pre_save.connect(receiver, sender=TutorMessage)
+    post_save.connect(receiver, sender=TutorMessage)
+    try:
+        message = MESSAGE.create(session=session, position=1, role="user", content="x", correlation_id="c")
+    finally:
+        pre_save.disconnect(receiver, sender=TutorMessage)
+        post_save.disconnect(receiver, sender=TutorMessage)
+
+    common = {"raw": False, "using": "default", "update_fields": None}
+    assert seen == [
+        (pre_save, TutorMessage, message.pk, True, common),
+        (post_save, TutorMessage, message.pk, False, {**common, "created": True}),
+    ]
+
+
+def test_a_failed_insert_inside_a_transaction_marks_it_for_rollback(task, student):
+    from django.db import IntegrityError, connection
+
+    from tutor.sessions import MESSAGE
+
+    session, _ = session_open(student=student, task=task)
+    MESSAGE.create(session=session, position=1, role="user", content="x", correlation_id="c")
+    with transaction.atomic():
+        with pytest.raises(IntegrityError):  # the position is taken
+            MESSAGE.create(session=session, position=1, role="user", content="y", correlation_id="c")
+        assert connection.needs_rollback
+    assert list(TutorMessage.objects.filter(session=session).values_list("content", flat=True)) == ["x"]
+
+
+def test_an_expression_is_refused_as_a_value(task, student):
+    from django.db.models import F
+
+    from tutor.sessions import MESSAGE
+
+    session, _ = session_open(student=student, task=task)
+    with pytest.raises(PreparationError, match="position: an expression"):
+        MESSAGE.create(session=session, position=F("position"), role="user", content="x", correlation_id="c")
+    assert not TutorMessage.objects.filter(session=session).exists()
+
+
+@isolate_apps("tutor")
+def test_rows_the_database_completes_are_refused():
+    """A column the database fills in, or a parent model's row: more than this INSERT."""
+    from django.db import models
+
+    class Filled(models.Model):  # noqa: DJ008
+        number = models.IntegerField(db_default=1)
+
+        class Meta:
+            app_label = "tutor"
+
+    class Parent(models.Model):  # noqa: DJ008
+        class Meta:
+            app_label = "tutor"
+
+    class Child(Parent):  # noqa: DJ008
+        class Meta:
+            app_label = "tutor"
+
+    with pytest.raises(PreparationError, match="fills"):
+        PreparedInsert(Filled)
+    with pytest.raises(PreparationError, match="parent"):
+        PreparedInsert(Child)
+    assert PreparedInsert(Parent).fields == ()
