@@ -12,6 +12,7 @@ from django.test import Client
 
 from tests.lti.conftest import LAUNCH_URL, Browser
 from tests.lti.platform import (
+    CLAIM,
     CLIENT_ID,
     CONTENT_DEVELOPER,
     INSTITUTION_STUDENT,
@@ -540,6 +541,38 @@ def test_nul_characters_are_refused_before_any_lookup(registration, browser):
 
     assert_refused(login, 400, "NUL character")
     assert_refused(launch, 400, "NUL character")
+
+
+@pytest.mark.parametrize(
+    ("claims", "named"),
+    [
+        ({"sub": "student-\ud800"}, "sub contains a lone surrogate"),
+        ({"name": "Eve \ud800"}, "name contains a lone surrogate"),
+        ({"given_name": "Eve\udfff"}, "given_name contains a lone surrogate"),
+        ({"email": "eve\x00@example.test"}, "email contains a NUL"),
+        ({"resource_link_id": "link\x00-1"}, "resource_link.id contains a NUL"),
+        ({CLAIM + "context": {"id": "ctx\ud800", "title": "t"}}, "context.id contains a lone surrogate"),
+        ({CLAIM + "context": {"id": "ctx", "title": "t\x00"}}, "context.title contains a NUL"),
+        ({"task": "t1\ud800"}, "custom.task contains a lone surrogate"),
+        ({"deployment_id": "dep\x00"}, "deployment_id contains a NUL"),
+        ({"iss": "https://lms\x00.example.test"}, "iss contains a NUL"),
+        ({"roles": ["x\ud800"]}, "roles.0 contains a lone surrogate"),
+    ],
+)
+def test_a_claim_no_id_name_or_nonce_can_hold_is_refused_before_any_lookup(
+    registration, browser, platform, claims, named
+):
+    """A NUL or a lone surrogate (escaped in the token's JSON) in any claim:
+    a 400 page naming the claim, and nothing stored -- PostgreSQL refuses a
+    NUL in a query, and a lone surrogate cannot be encoded."""
+    login = browser.login()
+    before = counts()
+
+    response = browser.post_launch(platform.id_token(nonce=login.nonce, **claims), login.state)
+
+    assert_refused(response, 400, f"claim {named}")
+    assert counts() == before
+    assert LoginNonce.objects.get(nonce=login.nonce).used_at is None  # the login can still be used
 
 
 def test_unreadable_multipart_body_is_a_400_page(registration, browser):

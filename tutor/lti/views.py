@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 from urllib.parse import parse_qs, urlsplit
 
+import jwt
 import requests
 from django.conf import settings
 from django.contrib.auth import login as auth_login
@@ -40,6 +41,7 @@ from tutor.lti.adapters import NonceStore, ToolConf, platform_session
 from tutor.lti.selectors import published_jwks
 from tutor.lti.serializers import JwksSerializer, LaunchFormSerializer, LoginFormSerializer
 from tutor.lti.services.launch import (
+    CLAIM,
     LaunchClaims,
     LaunchRefused,
     launch_accept,
@@ -47,6 +49,7 @@ from tutor.lti.services.launch import (
     login_nonce_use,
 )
 from tutor.models import Enrollment
+from tutor.parsers import unstorable_text
 from tutor.renderers import FastJSONRenderer
 
 log = logging.getLogger(__name__)
@@ -64,6 +67,22 @@ COOKIE_CHECK_TEXTS = {
 }
 STUDENT_LANDING = "/?task={task}"  # the student client, opened on the task
 STAFF_LANDING = "/admin/"
+
+
+def _refuse_unstorable_claims(id_token: str) -> None:
+    """A claim holding a NUL or a lone surrogate (escaped in the token's
+    JSON) can be no id, name or nonce: refused, naming it, before the
+    library looks any claim up -- PostgreSQL refuses a NUL in a query, and
+    a lone surrogate cannot be encoded. The token is read unverified for
+    this alone; whatever it is, the library verifies it next."""
+    try:
+        body = jwt.decode(id_token, options={"verify_signature": False})
+    except jwt.PyJWTError:
+        return  # not a token at all: the library says so
+    found = unstorable_text(body)
+    if found is not None:
+        path, problem = found
+        raise InvalidInput(f"The launch's claim {path.removeprefix(CLAIM) or 'set'} {problem}.")
 
 
 def _refusal_from_library(exc: Exception) -> DomainError:
@@ -244,6 +263,7 @@ class LaunchView(LtiPageView):
             requests_session=platform_session(),
         )
         message.set_jwt_verify_options({"verify_aud": False, "require": REQUIRED_CLAIMS})
+        _refuse_unstorable_claims(django_request.POST.get("id_token", ""))
         try:
             body = message.validate().get_launch_data()
         except LIBRARY_ERRORS as exc:
