@@ -23,7 +23,7 @@ from feedback.models import AttemptStatus, ErrorCode, ReviewAttempt
 from feedback.services.intake import submission_create
 from feedback.signals import attempt_finished
 from tests.fakellm import completion
-from tutor import llm
+from tutor import llm, sessions
 from tutor.models import ModelCall, TutorMessage, TutorSession
 
 EVIDENCE = {
@@ -204,7 +204,7 @@ def test_a_reply_the_database_refuses_is_a_503_and_the_session_takes_the_next_me
     fake_llm, student_client, session_id, monkeypatch
 ):
     fake_llm.reply("refused reply", "stored reply")
-    create = TutorMessage.objects.create
+    create = sessions.MESSAGE.create  # the turn's insert of its messages
     refused = []
 
     def refuse_first_reply(**fields):
@@ -213,7 +213,7 @@ def test_a_reply_the_database_refuses_is_a_503_and_the_session_takes_the_next_me
             raise DataError("value refused")
         return create(**fields)
 
-    monkeypatch.setattr(TutorMessage.objects, "create", refuse_first_reply)
+    monkeypatch.setattr(sessions.MESSAGE, "create", refuse_first_reply)
 
     first = send(student_client, session_id, "first")
     second = send(student_client, session_id, "second")
