@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import hashlib
+import heapq
 import hmac
 
 from django.conf import settings
@@ -21,13 +22,27 @@ VERDICT_REASON_MAX_CHARS = 2000
 VERDICT_NEXT_STEP_MAX_CHARS = 2000
 
 
+# Beyond these, unknown keys are counted on their parent, not listed one by one.
+UNKNOWN_KEYS_LISTED = 20
+
+
 def reject_unknown_keys(data: dict, allowed: set[str]) -> None:
     """A 400 naming each unknown key as its own field (``evidence.foo``): a
-    typo such as ``reports`` must not be dropped silently."""
-    unknown = sorted(map(str, set(data) - allowed))
-    if unknown:
-        hint = f"unknown key; allowed: {', '.join(sorted(allowed))}"
-        raise serializers.ValidationError({key: [hint] for key in unknown})
+    typo such as ``reports`` must not be dropped silently. More than
+    ``UNKNOWN_KEYS_LISTED`` are one error on the parent naming the first
+    (a body of 100,000 keys is not answered with 100,000 errors)."""
+    unknown = set(data) - allowed
+    if not unknown:
+        return
+    allowed_text = ", ".join(sorted(allowed))
+    if len(unknown) > UNKNOWN_KEYS_LISTED:
+        first = ", ".join(heapq.nsmallest(3, map(str, unknown)))
+        raise serializers.ValidationError(
+            f"{len(unknown)} unknown keys (the first: {first}, …); allowed: {allowed_text}"
+        )
+    raise serializers.ValidationError(
+        {key: [f"unknown key; allowed: {allowed_text}"] for key in sorted(map(str, unknown))}
+    )
 
 
 class CiSerializer(serializers.Serializer):

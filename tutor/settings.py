@@ -293,6 +293,7 @@ REST_FRAMEWORK = {
 DRF_STANDARDIZED_ERRORS = {
     "ENABLE_IN_DEBUG_FOR_UNHANDLED_EXCEPTIONS": True,
     "EXCEPTION_HANDLER_CLASS": "tutor.errors.ExceptionHandler",
+    "EXCEPTION_FORMATTER_CLASS": "tutor.errors.ErrorFormatter",
     # 413 on every operation with a body (the upload limit); 403, 409 and 503
     # are declared by the operations that can answer them (tutor.openapi).
     "ALLOWED_ERROR_STATUS_CODES": ["400", "401", "403", "404", "405", "406", "413", "415", "429", "500"],

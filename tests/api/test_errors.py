@@ -115,3 +115,57 @@ def test_format_suffix_routes_do_not_exist(student_client, action):
 
     assert response.status_code == 404
     assert response.json()["errors"][0]["code"] == "not_found"
+
+
+# --- many errors at once: the first ones listed, the rest counted ---------------
+
+
+def test_thousands_of_unknown_evidence_keys_are_one_small_400(student_client, task):
+    """A 1 MB evidence with 100,000 unknown keys (in ``evidence.ci`` and in
+    ``evidence`` itself) was answered with one error per key: a 10 MB body,
+    seconds of work on a web worker. The first keys are named, the rest counted."""
+    from feedback.models import Submission
+
+    for evidence in (
+        {"report": "x", "ci": {f"k{i}": 0 for i in range(100_000)}},
+        {"report": "x", **{f"k{i}": 0 for i in range(50_000)}},
+    ):
+        body = json.dumps({"task": str(task.pk), "evidence": evidence})
+        response = student_client.post("/api/submissions/", body, content_type="application/json")
+
+        assert response.status_code == 400
+        assert len(response.content) < 5_000
+        errors = response.json()["errors"]
+        where = "evidence.ci" if "ci" in evidence else "evidence"
+        assert len(errors) == 1 and errors[0]["attr"] == where, errors
+        assert "unknown keys" in errors[0]["detail"] and "k0, k1, k10" in errors[0]["detail"]
+        assert "allowed:" in errors[0]["detail"]
+    assert not Submission.objects.exists()
+
+
+def test_a_few_unknown_keys_are_each_their_own_field(student_client, task):
+    body = {"task": str(task.pk), "evidence": {"report": "x", "reports": "y", "repo": "z"}}
+    response = student_client.post("/api/submissions/", body, format="json")
+
+    assert response.status_code == 400
+    assert sorted(e["attr"] for e in response.json()["errors"]) == ["evidence.repo", "evidence.reports"]
+
+
+def test_thousands_of_invalid_items_list_the_first_errors_and_count_the_rest(staff_client, course):
+    """Any field: beyond ``MAX_LISTED_ERRORS`` the errors are counted in one last entry."""
+    from lessons.models import Lesson
+    from tutor.errors import MAX_LISTED_ERRORS
+
+    body = {"course": course.slug, "title": "t", "body": "b", "tags": [["not text"]] * 5_000}
+    response = staff_client.post("/api/lessons/", body, format="json")
+
+    assert response.status_code == 400
+    errors = response.json()["errors"]
+    assert len(errors) == MAX_LISTED_ERRORS + 1
+    assert [e["attr"] for e in errors[:2]] == ["tags.0", "tags.1"]
+    assert errors[-1] == {
+        "code": "too_many_errors",
+        "detail": f"{5_000 - MAX_LISTED_ERRORS} more errors are not listed.",
+        "attr": None,
+    }
+    assert not Lesson.objects.exists()
