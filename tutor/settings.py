@@ -56,6 +56,8 @@ MIDDLEWARE = [
     # First, so that every response -- also one made by a middleware below --
     # carries X-Correlation-ID and every line logged on the way has the id.
     "tutor.correlation.CorrelationIdMiddleware",
+    # A Host outside ALLOWED_HOSTS: the JSON 400, DEBUG or not (Django's DEBUG answer is HTML).
+    "tutor.hosts.AllowedHostMiddleware",
     # Reads what a refused request left of its body: the connection stays usable.
     "tutor.bodies.DrainUnreadBodyMiddleware",
     "django.middleware.security.SecurityMiddleware",

@@ -169,3 +169,28 @@ def test_thousands_of_invalid_items_list_the_first_errors_and_count_the_rest(sta
         "attr": None,
     }
     assert not Lesson.objects.exists()
+
+
+# --- a Host outside ALLOWED_HOSTS: the error shape, DEBUG or not ----------------
+
+
+@pytest.mark.parametrize("debug", [False, True])
+@pytest.mark.parametrize(
+    ("method", "path"), [("get", "/api/courses/"), ("get", "/healthz"), ("post", "/api/submissions/")]
+)
+def test_a_host_outside_allowed_hosts_is_a_json_400(db, settings, caplog, debug, method, path):
+    """Under DEBUG, Django answered with its HTML debug page (the settings
+    and the request laid out); SPEC §7: an API path never answers HTML."""
+    settings.DEBUG = debug
+    client = Client(HTTP_HOST="evil.example")
+
+    response = getattr(client, method)(path)
+
+    assert response.status_code == 400
+    assert response["Content-Type"] == "application/json"
+    assert response.json() == {
+        "type": "client_error",
+        "errors": [{"code": "bad_request", "detail": "Bad request.", "attr": None}],
+    }
+    assert "X-Correlation-ID" in response
+    assert any(r.name == "django.security.DisallowedHost" for r in caplog.records)
