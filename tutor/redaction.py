@@ -12,6 +12,7 @@ characters as word characters, so ``\\bsk-`` would miss the key in
 
 from __future__ import annotations
 
+import ipaddress
 import re
 from collections import Counter
 from dataclasses import dataclass, field
@@ -27,12 +28,15 @@ PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     (
         "private_key",
         re.compile(
-            r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY-----.*?(?:-----END (?:[A-Z0-9]+ )*PRIVATE KEY-----|\Z)",
+            # PEM (RSA, EC, OPENSSH, ENCRYPTED ...) and OpenPGP's "PRIVATE KEY BLOCK"
+            r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----.*?"
+            r"(?:-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----|\Z)",
             re.DOTALL,
         ),
     ),
-    # scheme://user:password@host -> the password only
-    ("url_password", re.compile(r"(?<=://)([^/\s:@]+):(?!\[\u200c?REDACTED:)([^/\s@]+)(?=@)")),
+    # scheme://user:password@host -> the password only (which may hold a
+    # "/"; one ending in "/" is a port and a path: host:443/@scope/package)
+    ("url_password", re.compile(r"(?<=://)([^/\s:@]+):(?!\[\u200c?REDACTED:)([^\s@]*[^/\s@])(?=@)")),
     (
         "api_key",
         re.compile(
@@ -50,6 +54,11 @@ PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
         ),
     ),
     ("bearer_token", re.compile(r"(?i)(?<=bearer )[A-Za-z0-9._~+/\-]{16,}=*")),
+    # A JSON Web Token whole: its payload is data (a user, claims), its signature the secret.
+    (
+        "jwt",
+        re.compile(r"(?<![A-Za-z0-9_\-])eyJ[A-Za-z0-9_\-]{4,}\.eyJ[A-Za-z0-9_\-]{4,}\.[A-Za-z0-9_\-]{8,}"),
+    ),
     ("basic_auth", re.compile(r"(?i)(?<=basic )[A-Za-z0-9+/]{8,}={0,2}(?![A-Za-z0-9+/=])")),
     (
         "password",
@@ -58,7 +67,8 @@ PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
         # the value. "token" alone names a secret only when the value looks like
         # one: "Unexpected token: '<'" is an error message, not a credential.
         re.compile(
-            r"(?i)(?<![A-Za-z0-9])(?:[A-Za-z0-9_-]*(?:password|passwd|pwd|secret|api[_-]?key|private[_-]?key"
+            r"(?i)(?<![A-Za-z0-9])(?:api key|[A-Za-z0-9_-]*(?:password|passwd|passphrase|pwd|secret"
+            r"|api[_-]?key|private[_-]?key"
             r"|access[_-]?key)[A-Za-z0-9_-]*|密码|口令|密钥)[\"']?"
             r"(?:\s*[:=：]\s*|\s+is\s+|\s*是\s*)(?![\"']?\[\u200c?REDACTED:)"
             r"(?P<value>\"[^\"\n]{1,200}\"|'[^'\n]{1,200}'|[^\s,;，；。]{1,200})"
@@ -70,15 +80,20 @@ PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
         "email",
         # ASCII lookbehind: "写着li.wei@example.edu.cn" has a CJK character right before the address.
         re.compile(
-            r"(?<![A-Za-z0-9._%+-])[A-Za-z0-9._%+-]{1,64}@[A-Za-z0-9.-]{1,253}\.[A-Za-z]{2,24}(?![A-Za-z])"
+            # Latin letters with accents too (jörg@exämple.de), not CJK: it would take the words before.
+            r"(?<![A-Za-z0-9._%+\-\u00c0-\u024f])[A-Za-z0-9._%+\-\u00c0-\u024f]{1,64}"
+            r"@[A-Za-z0-9.\-\u00c0-\u024f]{1,253}\.[A-Za-z]{2,24}(?![A-Za-z])"
         ),
     ),
     (
         "ip_address",
         re.compile(
             _NOT_ALNUM_BEFORE
-            + r"(?<![\d.])(?:(?:25[0-5]|2[0-4]\d|1?\d?\d)\.){3}(?:25[0-5]|2[0-4]\d|1?\d?\d)(?![\d.]*\d)"
+            + r"(?<![\d.])(?:(?:25[0-5]|2[0-4]\d|[01]?\d?\d)\.){3}(?:25[0-5]|2[0-4]\d|[01]?\d?\d)(?![\d.]*\d)"
             + r"|(?<![0-9A-Fa-f:])(?:[0-9A-Fa-f]{1,4}:){7}[0-9A-Fa-f]{1,4}(?![0-9A-Fa-f:])"
+            # compressed IPv6 (2001:db8::1), with a digit (a::b is a C++ name), checked by ipaddress
+            + r"|(?<![0-9A-Za-z:])(?=[0-9A-Fa-f:]*\d)"
+            + r"(?:[0-9A-Fa-f]{1,4}:)*:(?::?[0-9A-Fa-f]{1,4})+(?![0-9A-Za-z:])"
         ),
     ),
     # Long opaque strings: 32+ hex digits, or 40+ base64 characters mixing
@@ -93,6 +108,14 @@ PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
         ),
     ),
 )
+
+
+def _is_ipv6(text: str) -> bool:
+    try:
+        ipaddress.IPv6Address(text)
+    except ValueError:
+        return False
+    return True
 
 
 def marker(kind: str) -> str:
@@ -136,6 +159,8 @@ def redact(text: str) -> Redacted:
     for kind, pattern in PATTERNS:
 
         def replace(match: re.Match[str], kind: str = kind) -> str:
+            if kind == "ip_address" and "::" in match.group(0) and not _is_ipv6(match.group(0)):
+                return match.group(0)  # hex groups around "::" that make no address
             found[kind] += 1
             if kind == "password":  # keep "password=" so the text still reads
                 group = "value" if match.group("value") is not None else "token"

@@ -59,3 +59,47 @@ def test_configuration_files_secrets_are_redacted(text, secret, kind):
 )
 def test_ordinary_text_is_left_alone(text):
     assert redact(text).text == text
+
+
+@pytest.mark.parametrize(
+    ("text", "secret", "kind"),
+    [
+        (
+            "-----BEGIN PGP PRIVATE KEY BLOCK-----\nlQOYBF0abc\n=Xy12\n-----END PGP PRIVATE KEY BLOCK-----",
+            "lQOYBF0abc",
+            "private_key",
+        ),
+        ("server at 2001:db8::1 refused", "2001:db8", "ip_address"),
+        ("link-local fe80::1ff:fe23:4567:890a%eth0", "fe80::1ff", "ip_address"),
+        ("ping 010.000.000.001 now", "010.000", "ip_address"),
+        ("mail jörg@exämple.de today", "jörg@", "email"),
+        ("clone https://user:pa/ss@host.example/repo.git", "pa/ss", "url_password"),
+        ("passphrase: correct-horse-battery", "correct-horse", "password"),
+        ("my api key: abc123xyz789", "abc123xyz789", "password"),
+        (
+            "cookie eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0."
+            "dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U",
+            "eyJzdWIiOiIx",
+            "jwt",
+        ),
+    ],
+)
+def test_secrets_in_their_less_common_forms_are_redacted(text, secret, kind):
+    """Found by an outside test: these went through whole or in part."""
+    result = redact(text)
+
+    assert secret not in result.text, result.text
+    assert result.kinds == {kind: 1}, result
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "std::vector and a::b are C++ names, not addresses",
+        "at 12:30:45 the build failed",
+        "see https://registry.example.org:443/@scope/package for the package",
+        "reset your password via the link",
+    ],
+)
+def test_lookalikes_of_those_forms_are_left_alone(text):
+    assert redact(text).text == text
