@@ -31,6 +31,30 @@ class CourseFileError(DomainError):
         super().__init__(f"invalid course file: {field}: {message}", field=field)
 
 
+class _FileLoader(yaml.SafeLoader):
+    """PyYAML's safe loader, except that a scalar shaped like a date that is
+    none (2027-13-01, 2027-02-30) is a YAML error at its line and column, as a
+    syntax error is: the safe loader builds the date itself, and datetime's
+    ValueError would otherwise escape the loading as a traceback."""
+
+
+def _timestamp(loader: _FileLoader, node: yaml.ScalarNode) -> Any:
+    try:
+        return yaml.SafeLoader.construct_yaml_timestamp(loader, node)
+    except ValueError as exc:
+        raise yaml.constructor.ConstructorError(
+            None, None, f"{node.value!r} is not a date: {exc} (quote it if it is text)", node.start_mark
+        ) from None
+
+
+_FileLoader.add_constructor("tag:yaml.org,2002:timestamp", _timestamp)
+
+
+def yaml_load(text: str) -> Any:
+    """``yaml.safe_load`` of a course or lesson file, an impossible date refused as above."""
+    return yaml.load(text, Loader=_FileLoader)  # noqa: S506 -- a SafeLoader subclass
+
+
 def load_course_file(path: str | Path) -> Any:
     path = Path(path)
     try:
@@ -42,7 +66,7 @@ def load_course_file(path: str | Path) -> Any:
     try:
         if path.suffix.lower() == ".json":
             return json.loads(text)
-        return yaml.safe_load(text)
+        return yaml_load(text)
     except (json.JSONDecodeError, yaml.YAMLError) as exc:
         raise CourseFileError("FILE", f"{path} is not valid JSON/YAML: {exc}") from None
 

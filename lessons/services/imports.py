@@ -38,6 +38,7 @@ from lessons.models import Lesson, LessonKind, LessonSource, LessonStatus, Rejec
 from lessons.services.store import default_review_by, lesson_insert, redact_lesson
 from lessons.validation import clean_body, clean_symptoms, clean_tags, clean_title
 from tutor.audit import audit_record
+from tutor.coursefile import yaml_load
 from tutor.errors import DomainError
 from tutor.models import AuditEvent, Course
 
@@ -98,7 +99,7 @@ def load_lesson_file(path: str | Path) -> Any:
     except UnicodeDecodeError:
         raise LessonFileError("FILE", f"{path} is not UTF-8 text") from None
     try:
-        return json.loads(text) if path.suffix.lower() == ".json" else yaml.safe_load(text)
+        return json.loads(text) if path.suffix.lower() == ".json" else yaml_load(text)
     except (json.JSONDecodeError, yaml.YAMLError) as exc:
         raise LessonFileError("FILE", f"{path} is not valid JSON/YAML: {exc}") from None
 

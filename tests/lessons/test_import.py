@@ -90,6 +90,30 @@ def test_yaml_dates_are_read_as_dates(tmp_path, course):
 
 
 @pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("row", "problem"),
+    [
+        ("review_by: 2027-13-01", "'2027-13-01' is not a date: month must be in 1..12"),
+        ("last_hit: 2027-02-30", "'2027-02-30' is not a date: day is out of range for month"),
+    ],
+)
+def test_an_unquoted_impossible_yaml_date_is_refused_with_its_line(tmp_path, course, row, problem):
+    # PyYAML's safe loader builds a date from any scalar shaped like one, and
+    # datetime refuses month 13 or 30 February while the file is being read.
+    path = tmp_path / "lessons.yaml"
+    path.write_text(f"- {{title: fine, body: fine}}\n- {{title: t, body: b, {row}}}\n", encoding="utf-8")
+
+    with pytest.raises(CommandError) as excinfo:
+        call_command("import_lessons", str(path), stdout=StringIO(), stderr=StringIO())
+
+    message = str(excinfo.value)
+    assert message.startswith(f"invalid lesson file: FILE: {path} is not valid JSON/YAML: ")
+    assert problem in message and "line 2, column" in message
+    assert Lesson.objects.count() == 0
+    assert not AuditEvent.objects.filter(event="lesson_imported").exists()
+
+
+@pytest.mark.django_db
 def test_importing_the_same_file_twice_imports_it_once(tmp_path, course, other_course):
     run(tmp_path, LIBRARY, "--course", "se-101")
     out, _ = run(tmp_path, LIBRARY, "--course", "se-101")

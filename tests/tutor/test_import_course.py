@@ -347,6 +347,48 @@ def test_invalid_yaml_or_json_is_reported(db, tmp_path, name, text):
     assert stored_rows() == (0, 0, 0)
 
 
+# MATERIALS (line 7) and TEXT (line 11) stand for an unquoted value of a text field.
+IMPOSSIBLE_DATE_COURSE = """\
+slug: se-202
+title: Software Engineering Studio II
+tasks:
+  - slug: t1
+    title: Explain a function
+    goal: Write a report
+    materials: MATERIALS
+    rubric:
+      version: "2026.1"
+      criteria:
+        - {id: A1, kind: acceptance, text: TEXT, check: {type: ci_passed}}
+"""
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "line", "problem"),
+    [
+        ("MATERIALS", "2027-13-01", 7, "'2027-13-01' is not a date: month must be in 1..12"),
+        ("MATERIALS", "2027-02-30", 7, "'2027-02-30' is not a date: day is out of range for month"),
+        ("TEXT", "2027-02-29 10:00:00", 11, "'2027-02-29 10:00:00' is not a date: day is out of range"),
+    ],
+)
+def test_an_unquoted_impossible_yaml_date_is_refused_with_its_line(db, tmp_path, field, value, line, problem):
+    # PyYAML's safe loader builds a date from any scalar shaped like one, and
+    # datetime refuses month 13 or 30 February while the file is being read.
+    path = tmp_path / "course.yaml"
+    path.write_text(IMPOSSIBLE_DATE_COURSE.replace(field, "Plain words"), encoding="utf-8")
+    run_import(path)
+    before = db_snapshot()
+    path.write_text(IMPOSSIBLE_DATE_COURSE.replace(field, value), encoding="utf-8")
+
+    with pytest.raises(CommandError) as excinfo:
+        run_import(path)
+
+    message = str(excinfo.value)
+    assert message.startswith(f"invalid course file: FILE: {path} is not valid JSON/YAML: ")
+    assert problem in message and f"line {line}, column" in message
+    assert db_snapshot() == before
+
+
 def test_a_yaml_scalar_instead_of_a_mapping_is_refused(db, tmp_path):
     path = tmp_path / "course.yaml"
     path.write_text("just a sentence\n", encoding="utf-8")
@@ -445,3 +487,10 @@ def test_command_line_exit_codes(cli, tmp_path):
     malformed = cli("import_course", str(tmp_path / "missing.yaml"))
     assert malformed.returncode == 1
     assert "FILE: cannot read" in malformed.stderr
+
+    impossible = tmp_path / "impossible.yaml"
+    impossible.write_text(yaml.safe_dump(data).replace("Some materials", "2027-13-01"), encoding="utf-8")
+    refused_date = cli("import_course", str(impossible))
+    assert refused_date.returncode == 1
+    assert "Traceback" not in refused_date.stderr
+    assert "'2027-13-01' is not a date: month must be in 1..12" in refused_date.stderr
