@@ -30,7 +30,7 @@ from lessons.recall import RecallParams
 from lessons.selectors import lessons_recall, recalled_now
 from tests.concurrency import concurrent_writers, interleave
 from tests.factories import client_for, enroll, make_course, make_task
-from tests.lessons.conftest import make_lesson
+from tests.lessons.conftest import lesson_id, make_lesson
 from tests.tutor.test_context import open_session, query_budget, send, task_context
 from tutor.models import ScopeVersion
 from tutor.snapshots import scope_key
@@ -72,9 +72,13 @@ def lessons_queries(captured) -> list[str]:
 
 
 def random_library(rng: random.Random, course, other_course) -> None:
+    """160 lessons drawn from ``rng``: the same library at every run, ids and
+    titles included (recall breaks ties by id)."""
     today = timezone.localdate()
-    for _ in range(160):
+    for n in range(1, 161):
         make_lesson(
+            id=lesson_id(n),
+            title=f"random lesson {n}",
             course=rng.choice([course, course, other_course, None]),
             tags=rng.sample(TAGS, rng.randint(0, 4)),
             symptoms=rng.sample(SYMPTOMS, rng.randint(0, 2)),
@@ -146,7 +150,7 @@ def test_a_send_recalls_lists_and_counts_from_the_snapshots_as_the_statement(
     rng = random.Random(20261204)
     random_library(rng, course, other_course)
     session = TutorSession.objects.create(student=student, task=task)
-    used = rng.sample(list(Lesson.objects.filter(status=LessonStatus.INJECTED)), 25)
+    used = rng.sample(list(Lesson.objects.filter(status=LessonStatus.INJECTED).order_by("id")), 25)
     trace = make_trace(student=student, task=task)
     LessonHit.objects.bulk_create(LessonHit(lesson=lesson, session=session, trace=trace) for lesson in used)
     library, others = library_load(course.pk), other_library_load(course.pk)
