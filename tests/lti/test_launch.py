@@ -581,3 +581,42 @@ def test_unreadable_multipart_body_is_a_400_page(registration, browser):
     )
 
     assert_refused(response, 400, "not a readable form")
+
+
+# --- bound LMS courses: a deployment for a whole LMS account -------------------------------
+
+
+def other_lms_course(context_id: str = "other-ctx-9") -> dict:
+    return {CLAIM + "context": {"id": context_id, "title": "Another LMS course"}}
+
+
+def test_any_lms_course_launches_while_none_is_bound(registration, browser):
+    response = browser.launch(sub="teacher-9", roles=[INSTRUCTOR], task=None, **other_lms_course())
+
+    assert response.status_code == 302
+    assert Context.objects.get(context_id="other-ctx-9").bound is False
+
+
+@pytest.mark.parametrize(
+    "roles, claims, shown",
+    [
+        ([INSTRUCTOR], other_lms_course(), "other-ctx-9"),
+        ([LEARNER], other_lms_course(), "other-ctx-9"),
+        ([INSTRUCTOR], {CLAIM + "context": None}, "missing"),
+    ],
+    ids=["instructor-elsewhere", "learner-elsewhere", "no-context"],
+)
+def test_once_a_context_is_bound_launches_from_any_other_are_refused(
+    registration, browser, platform, roles, claims, shown
+):
+    Context.objects.create(registration=registration, context_id="course-ctx-1", bound=True)
+    before = counts()
+
+    response = browser.launch(sub="teacher-9", roles=roles, **claims)
+
+    assert_refused(response, 403, "not linked to the tutor&#x27;s course se-101")
+    assert f"its context id is {shown}" in response.content.decode()
+    assert counts() == before
+    assert session_user(browser.client) is None
+    # The bound LMS course still launches.
+    assert Browser(platform).launch(sub="teacher-1", roles=[INSTRUCTOR], task=None).status_code == 302

@@ -169,6 +169,8 @@ def test_superuser_edits_a_registration_with_the_same_url_rule(course, two_regis
         "active": "on",
         "deployments-TOTAL_FORMS": "0",
         "deployments-INITIAL_FORMS": "0",
+        "contexts-TOTAL_FORMS": "0",
+        "contexts-INITIAL_FORMS": "0",
     }
 
     refused = client.post(f"/admin/lti/registration/{mine.pk}/change/", data)
@@ -180,6 +182,42 @@ def test_superuser_edits_a_registration_with_the_same_url_rule(course, two_regis
     assert saved.status_code == 302
     mine.refresh_from_db()
     assert mine.auth_url == "https://canvas.example.edu/auth-v2"
+
+
+def test_superuser_binds_a_context_seen_in_a_launch_in_the_admin(course, two_registrations):
+    from tutor.lti.models import Context
+
+    mine, _ = two_registrations
+    seen = Context.objects.create(registration=mine, context_id="ctx-7", title="Seen in a launch")
+    client = Client()
+    client.force_login(make_user("root", is_staff=True, is_superuser=True))
+    page = client.get(f"/admin/lti/registration/{mine.pk}/change/")
+    assert b"ctx-7" in page.content and b"Seen in a launch" in page.content
+    data = {
+        "course": str(course.pk),
+        "issuer": mine.issuer,
+        "client_id": mine.client_id,
+        "auth_url": mine.auth_url,
+        "token_url": mine.token_url,
+        "jwks_url": mine.jwks_url,
+        "active": "on",
+        "deployments-TOTAL_FORMS": "0",
+        "deployments-INITIAL_FORMS": "0",
+        "contexts-TOTAL_FORMS": "1",
+        "contexts-INITIAL_FORMS": "1",
+        "contexts-0-id": str(seen.pk),
+        "contexts-0-registration": str(mine.pk),
+        "contexts-0-context_id": "ctx-7",
+        "contexts-0-bound": "on",
+    }
+
+    saved = client.post(f"/admin/lti/registration/{mine.pk}/change/", data)
+
+    assert saved.status_code == 302, saved.content
+    seen.refresh_from_db()
+    assert seen.bound is True
+    audit = AuditEvent.objects.filter(event="lti_registered").latest("id")
+    assert audit.extra["bound_contexts"] == ["ctx-7"]
 
 
 def test_admin_changelists_open_for_superusers(course, two_registrations):
@@ -194,3 +232,40 @@ def test_students_have_no_admin(course, two_registrations):
     client.force_login(enroll(course, "alice"))
 
     assert client.get("/admin/lti/registration/").status_code == 302
+
+
+def test_register_binds_the_named_lms_courses_and_warns_while_none_is_bound(course):
+    from tutor.lti.models import Context
+
+    _, err = register("dep-1")
+    assert "no LMS course is bound" in err and "--context-id" in err
+
+    out, err = register("dep-1", **{"--context-id": "ctx-1"})
+
+    assert out.endswith(": updated (context ctx-1)\n")
+    assert "no LMS course is bound" not in err
+    assert list(Context.objects.values_list("context_id", "bound")) == [("ctx-1", True)]
+    audit = AuditEvent.objects.filter(event="lti_registered").latest("id")
+    assert audit.extra["bound_contexts"] == ["ctx-1"]
+    # Again: unchanged; a context is never unbound by the command.
+    assert register("dep-1")[0].endswith(": unchanged\n")
+    assert Context.objects.get().bound is True
+
+
+def test_register_binds_a_context_seen_in_a_launch(course):
+    from tutor.lti.models import Context
+
+    register("dep-1")
+    registration = Registration.objects.get()
+    Context.objects.create(registration=registration, context_id="ctx-1", title="Seen in a launch")
+
+    register("dep-1", **{"--context-id": "ctx-1"})
+
+    context = Context.objects.get()
+    assert (context.title, context.bound) == ("Seen in a launch", True)
+
+
+def test_register_refuses_an_overlong_context_id_and_changes_nothing(course):
+    with pytest.raises(CommandError, match="context_id is longer than 255"):
+        register("dep-1", **{"--context-id": "c" * 256})
+    assert not Registration.objects.exists()

@@ -159,3 +159,21 @@ def test_members_without_a_usable_user_id_are_ignored(launched, course):
 
     assert roles() == {"teacher-1": "staff"}
     assert out.startswith("roster of se-101: 1 members")
+
+
+def test_a_registration_with_a_bound_context_reads_only_its_roster(launched, registration, course):
+    """A context launched before the binding (another LMS course of the same
+    account-wide deployment) is not read: its members would enrol here."""
+    from tutor.lti.models import Context
+
+    Context.objects.create(
+        registration=registration, context_id="other-ctx-9", memberships_url=launched.memberships_url
+    )
+    launched.members = [member("s1")]
+    sync()
+    assert sum(r.path == "/memberships" for r in launched.requests) == 2  # both contexts read, unbound
+
+    Context.objects.filter(context_id="course-ctx-1").update(bound=True)
+    sync()
+
+    assert sum(r.path == "/memberships" for r in launched.requests) == 3  # the bound one alone

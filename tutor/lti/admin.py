@@ -11,7 +11,16 @@ from django.db import models
 from tutor.admin_scoping import CappedCountPaginator, CourseScopedAdmin, ReadOnlyAdmin, ScopedFilter
 from tutor.audit import audit_record
 from tutor.errors import DomainError
-from tutor.lti.models import Deployment, Identity, Registration, ResourceLink, ScorePost, ScoreStatus, ToolKey
+from tutor.lti.models import (
+    Context,
+    Deployment,
+    Identity,
+    Registration,
+    ResourceLink,
+    ScorePost,
+    ScoreStatus,
+    ToolKey,
+)
 from tutor.lti.services.registrations import check_endpoint_url
 from tutor.lti.services.scores import score_requeue
 from tutor.models import AuditEvent
@@ -35,6 +44,20 @@ class DeploymentInline(SuperuserEditsMixin, admin.TabularInline):
     fields = ["deployment_id", "created_at"]
     readonly_fields = ["created_at"]
     extra = 0
+
+
+class ContextInline(SuperuserEditsMixin, admin.TabularInline):
+    """The LMS courses seen in launches (or named by lti_register); once
+    one is bound, launches and rosters from the others are refused."""
+
+    model = Context
+    fields = ["context_id", "title", "bound", "has_roster", "updated_at"]
+    readonly_fields = ["title", "has_roster", "updated_at"]
+    extra = 0
+
+    @admin.display(boolean=True, description="roster URL")
+    def has_roster(self, obj) -> bool:
+        return bool(obj.memberships_url)
 
 
 def _https_first(field, **kwargs):
@@ -73,7 +96,7 @@ class RegistrationAdmin(SuperuserEditsMixin, CourseScopedAdmin):
     list_filter = [("course", ScopedFilter), "active"]
     list_select_related = ["course"]
     search_fields = ["issuer", "client_id"]
-    inlines = [DeploymentInline]
+    inlines = [DeploymentInline, ContextInline]
 
     # Admin runs each save and delete in one transaction: the audit row commits with it.
     def save_model(self, request, obj, form, change):
@@ -97,7 +120,10 @@ class RegistrationAdmin(SuperuserEditsMixin, CourseScopedAdmin):
                 course=form.instance.course_id,
                 to_state="updated",
                 extra={
-                    "deployments": sorted(form.instance.deployments.values_list("deployment_id", flat=True))
+                    "deployments": sorted(form.instance.deployments.values_list("deployment_id", flat=True)),
+                    "bound_contexts": sorted(
+                        form.instance.contexts.filter(bound=True).values_list("context_id", flat=True)
+                    ),
                 },
             )
 

@@ -147,12 +147,22 @@ class Identity(models.Model):
 
 
 class Context(models.Model):
-    """An LMS course (context) seen in launches, with its roster (NRPS) URL."""
+    """An LMS course (context) seen in launches, with its roster (NRPS) URL.
+
+    ``bound``: the registration's course takes launches and rosters from
+    this LMS course. Once a registration has a bound context, every other
+    is refused (SPEC §12: one course per registration); with none bound,
+    the deployment ids alone say who may launch."""
 
     registration = models.ForeignKey(Registration, on_delete=models.CASCADE, related_name="contexts")
     context_id = models.CharField(max_length=255)
     title = models.CharField(max_length=255, blank=True)
     memberships_url = models.URLField(max_length=1000, blank=True)
+    bound = models.BooleanField(
+        default=False,
+        help_text="launches and rosters come from this LMS course; once one context of the "
+        "registration is bound, every other is refused",
+    )
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:

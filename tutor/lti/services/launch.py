@@ -237,6 +237,21 @@ def _launch_task(registration: Registration, claims: LaunchClaims, role: str) ->
     return task
 
 
+def context_check(registration: Registration, context_id: str) -> None:
+    """A launch from an LMS course the registration is not bound to is
+    refused once the registration has a bound context (``Context.bound``):
+    a deployment installed for a whole LMS account launches from each of
+    its courses, and only the bound ones are this course (SPEC §12: one
+    course per registration). With none bound, every context is taken."""
+    bound = set(registration.contexts.filter(bound=True).values_list("context_id", flat=True))
+    if bound and context_id not in bound:
+        raise LaunchRefused(
+            f"This LMS course is not linked to the tutor's course {registration.course.slug}. "
+            f"Ask the course team to bind it (its context id is {context_id or 'missing'}).",
+            code="lti_context_refused",
+        )
+
+
 def launch_accept(
     *, registration: Registration, deployment: Deployment, claims: LaunchClaims
 ) -> LaunchOutcome:
@@ -265,6 +280,7 @@ def launch_accept(
         )
     task = _launch_task(registration, claims, role)
     course = registration.course
+    context_check(registration, claims.context_id)
 
     with transaction.atomic(durable=True):
         identity = identity_resolve(

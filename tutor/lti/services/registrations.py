@@ -3,7 +3,10 @@ endpoints and deployment ids, for one course.
 
 Rules: registering again with the same values changes nothing (idempotent);
 changed endpoints are updated and new deployment ids added (a deployment in
-use is never dropped silently: admin removes one); a registration never
+use is never dropped silently: admin removes one); LMS contexts named are
+bound to the course, and stay bound until admin unbinds them (a deployment
+installed for a whole LMS account launches from each of its courses: bound
+contexts say which one is this course); a registration never
 moves to another course -- launches and scores would silently change course.
 Endpoints must be https, except on a loopback host (a platform on the same
 machine, as in development).
@@ -19,7 +22,7 @@ from django.db import transaction
 
 from tutor.audit import audit_record
 from tutor.errors import Conflict, InvalidInput
-from tutor.lti.models import Deployment, Registration
+from tutor.lti.models import Context, Deployment, Registration
 from tutor.models import AuditEvent, Course
 
 FIELD_CHARS = 255  # issuer, client id and deployment id columns
@@ -68,6 +71,17 @@ class RegistrationResult:
     changed: list[str] = field(default_factory=list)
     added_deployments: list[str] = field(default_factory=list)
     other_deployments: list[str] = field(default_factory=list)
+    bound_contexts: list[str] = field(default_factory=list)  # bound by this call
+    all_bound_contexts: list[str] = field(default_factory=list)
+
+
+def _unique_texts(values, *, field_name: str) -> list[str]:
+    wanted: list[str] = []
+    for value in values or []:
+        value = _check_text(value, field_name=field_name)
+        if value not in wanted:
+            wanted.append(value)
+    return wanted
 
 
 def registration_register(
@@ -79,6 +93,7 @@ def registration_register(
     token_url: str,
     jwks_url: str,
     course: Course,
+    context_ids: list[str] | None = None,
     actor=None,
 ) -> RegistrationResult:
     """Create or update the registration of (issuer, client id) for ``course``.
@@ -90,11 +105,8 @@ def registration_register(
     if urlsplit(issuer).scheme not in ("https", "http"):
         raise InvalidInput(f"issuer must be the platform's issuer URL; got {issuer!r}", field="issuer")
     client_id = _check_text(client_id, field_name="client_id")
-    wanted_deployments = []
-    for value in deployment_ids or []:
-        value = _check_text(value, field_name="deployment_id")
-        if value not in wanted_deployments:
-            wanted_deployments.append(value)
+    wanted_deployments = _unique_texts(deployment_ids, field_name="deployment_id")
+    wanted_contexts = _unique_texts(context_ids, field_name="context_id")
     if not wanted_deployments:
         raise InvalidInput("at least one deployment id is needed", field="deployment_id")
     urls = {
@@ -130,7 +142,8 @@ def registration_register(
         Deployment.objects.bulk_create(
             [Deployment(registration=registration, deployment_id=d) for d in added]
         )
-        if created or changed or added:
+        bound = _contexts_bind(registration, wanted_contexts)
+        if created or changed or added or bound:
             audit_record(
                 actor=actor,
                 event=AuditEvent.Event.LTI_REGISTERED,
@@ -142,12 +155,28 @@ def registration_register(
                     "client_id": client_id,
                     "changed": changed,
                     "added_deployments": added,
+                    "bound_contexts": bound,
                 },
             )
+        all_bound = sorted(registration.contexts.filter(bound=True).values_list("context_id", flat=True))
     return RegistrationResult(
         registration=registration,
         created=created,
         changed=changed,
         added_deployments=added,
         other_deployments=sorted(existing - set(wanted_deployments)),
+        bound_contexts=bound,
+        all_bound_contexts=all_bound,
     )
+
+
+def _contexts_bind(registration: Registration, context_ids: list[str]) -> list[str]:
+    """Bind each named context (a context seen in a launch, or a new row);
+    the ids that were not bound before."""
+    already = set(registration.contexts.filter(bound=True).values_list("context_id", flat=True))
+    newly = [c for c in context_ids if c not in already]
+    for context_id in newly:  # a launch may be creating the row meanwhile: update_or_create retries
+        Context.objects.update_or_create(
+            registration=registration, context_id=context_id, defaults={"bound": True}
+        )
+    return newly

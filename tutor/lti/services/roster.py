@@ -51,6 +51,13 @@ def roster_sync(*, course: Course, progress: Callable[[int, int], None] | None =
         .exclude(memberships_url="")
         .select_related("registration")
     )
+    # A registration with bound contexts takes its roster from those alone (Context.bound).
+    bound_registrations = set(
+        Context.objects.filter(registration__course=course, bound=True).values_list(
+            "registration_id", flat=True
+        )
+    )
+    contexts = [c for c in contexts if c.bound or c.registration_id not in bound_registrations]
     if not contexts:
         raise InvalidInput(
             f"no roster URL is known for course {course.slug}: launch the tool once from the LMS "

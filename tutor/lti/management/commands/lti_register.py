@@ -29,9 +29,27 @@ class Command(DomainCommand):
         parser.add_argument("--token-url", required=True, help="the platform's OAuth 2 token endpoint")
         parser.add_argument("--jwks-url", required=True, help="the platform's public key set URL")
         parser.add_argument("--course", required=True, help="slug of the course this platform launches into")
+        parser.add_argument(
+            "--context-id",
+            action="append",
+            dest="context_ids",
+            metavar="CTX",
+            help="the LMS course (context id) that is this course; repeat for several. Once one is "
+            "bound, launches and rosters from any other LMS course are refused",
+        )
 
     def handle(
-        self, *args, issuer, client_id, deployment_ids, auth_url, token_url, jwks_url, course, **options
+        self,
+        *args,
+        issuer,
+        client_id,
+        deployment_ids,
+        auth_url,
+        token_url,
+        jwks_url,
+        course,
+        context_ids=None,
+        **options,
     ):
         target = Course.objects.filter(slug=course).first()
         if target is None:
@@ -44,12 +62,17 @@ class Command(DomainCommand):
             token_url=token_url,
             jwks_url=jwks_url,
             course=target,
+            context_ids=context_ids,
         )
         reg = result.registration
         if result.created:
             what = "registered"
-        elif result.changed or result.added_deployments:
-            changes = result.changed + [f"deployment {d}" for d in result.added_deployments]
+        elif result.changed or result.added_deployments or result.bound_contexts:
+            changes = (
+                result.changed
+                + [f"deployment {d}" for d in result.added_deployments]
+                + [f"context {c}" for c in result.bound_contexts]
+            )
             what = "updated (" + ", ".join(changes) + ")"
         else:
             what = "unchanged"
@@ -59,6 +82,12 @@ class Command(DomainCommand):
                 "kept deployments not named here: "
                 + ", ".join(result.other_deployments)
                 + " (remove them in admin)"
+            )
+        if not result.all_bound_contexts:
+            self.stderr.write(
+                f"no LMS course is bound: a launch through these deployments from any LMS course "
+                f"enrols into {target.slug} (instructors as its staff). Name the LMS course with "
+                "--context-id, or tick 'bound' on its context in admin after a first launch"
             )
         base = (settings.LTI_TOOL_URL or "https://<this host>").rstrip("/")
         self.stderr.write("configure the LMS with:")
