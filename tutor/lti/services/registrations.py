@@ -142,7 +142,7 @@ def registration_register(
         Deployment.objects.bulk_create(
             [Deployment(registration=registration, deployment_id=d) for d in added]
         )
-        bound = _contexts_bind(registration, wanted_contexts)
+        bound, all_bound = _contexts_bind(registration, wanted_contexts)
         if created or changed or added or bound:
             audit_record(
                 actor=actor,
@@ -158,7 +158,6 @@ def registration_register(
                     "bound_contexts": bound,
                 },
             )
-        all_bound = sorted(registration.contexts.filter(bound=True).values_list("context_id", flat=True))
     return RegistrationResult(
         registration=registration,
         created=created,
@@ -170,13 +169,13 @@ def registration_register(
     )
 
 
-def _contexts_bind(registration: Registration, context_ids: list[str]) -> list[str]:
+def _contexts_bind(registration: Registration, context_ids: list[str]) -> tuple[list[str], list[str]]:
     """Bind each named context (a context seen in a launch, or a new row);
-    the ids that were not bound before."""
+    the ids that were not bound before, and every bound id now."""
     already = set(registration.contexts.filter(bound=True).values_list("context_id", flat=True))
     newly = [c for c in context_ids if c not in already]
     for context_id in newly:  # a launch may be creating the row meanwhile: update_or_create retries
         Context.objects.update_or_create(
             registration=registration, context_id=context_id, defaults={"bound": True}
         )
-    return newly
+    return newly, sorted(already.union(newly))
