@@ -41,4 +41,4 @@ bench: install
 	DEBUG=1 $(PY) manage.py bench_context $(BENCH_ARGS)
 
 clean:
-	rm -rf $(VENV) .venv-fuzz db.sqlite3* test_db*.sqlite3* *.egg-info
+	rm -rf $(VENV) .venv-fuzz cache db.sqlite3* test_db*.sqlite3* *.egg-info

@@ -259,7 +259,18 @@ if REDIS_URL:
         }
     }
 else:
-    CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
+    # The embedded mode serves with several gunicorn workers (WEB_CONCURRENCY):
+    # a per-process memory cache would give each its own throttle counters, so
+    # a user would get the configured rate once per worker. Files are shared.
+    CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.filebased.FileBasedCache",
+            "LOCATION": env_str("CACHE_DIR", str(BASE_DIR / "cache")),
+            # Every write lists the directory to cull it: room for the
+            # counters of a few hundred active users, each in three scopes.
+            "OPTIONS": {"MAX_ENTRIES": 2000},
+        }
+    }
 
 # --- REST framework -----------------------------------------------------------
 TUTOR_THROTTLE_SUBMISSIONS = env_rate("TUTOR_THROTTLE_SUBMISSIONS", "30/min")

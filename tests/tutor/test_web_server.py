@@ -122,6 +122,7 @@ def served(tmp_path_factory):
         SECRET_KEY="serve-test-secret",
         ALLOWED_HOSTS="127.0.0.1",
         DATABASE_URL=f"sqlite:///{workdir / 'serve.sqlite3'}",
+        CACHE_DIR=str(workdir / "cache"),
         TUTOR_THROTTLE_SUBMISSIONS="100000/min",
         TUTOR_THROTTLE_MESSAGES="100000/min",
     )
@@ -228,6 +229,38 @@ def test_serve_logs_json_access_lines_with_the_id_and_without_the_query_string(s
     assert '"GET /api/tutor/context/ HTTP/1.1" 200' in access["message"]
     assert "SECRET-DRAFT-TEXT" not in served["log"].read_text()
     assert headers["X-Correlation-ID"] == "serve-access-id"
+
+
+# Two web processes of the embedded mode, each posting as the same user: the
+# rate is one count for both, as gunicorn's workers must share it.
+THROTTLED_POSTS = """
+import json, sys, django
+django.setup()
+from django.test import Client
+client = Client(HTTP_AUTHORIZATION="Token " + sys.argv[1], HTTP_HOST="127.0.0.1")
+print(json.dumps([client.post("/api/submissions", {}, content_type="application/json").status_code
+                  for _ in range(2)]))
+"""
+
+
+def test_without_redis_the_web_processes_share_one_throttle_count(served, tmp_path):
+    env = {**served["env"], "CACHE_DIR": str(tmp_path / "cache"), "TUTOR_THROTTLE_SUBMISSIONS": "3/min"}
+
+    def posts() -> list[int]:
+        done = subprocess.run(
+            [sys.executable, "-c", THROTTLED_POSTS, served["tokens"]["bob"]],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=True,
+        )
+        return json.loads(done.stdout.splitlines()[-1])
+
+    # An empty body is a 400 that still counts: nothing is stored either way.
+    assert posts() == [400, 400]
+    assert posts() == [400, 429]
 
 
 def test_serve_refuses_a_bad_address():
