@@ -35,8 +35,12 @@ PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
         ),
     ),
     # scheme://user:password@host -> the password only (which may hold a
-    # "/"; one ending in "/" is a port and a path: host:443/@scope/package)
-    ("url_password", re.compile(r"(?<=://)([^/\s:@]+):(?!\[\u200c?REDACTED:)([^\s@]*[^/\s@])(?=@)")),
+    # "/"; a port and a path are none: host:443/@scope/package, and a
+    # password never runs into a query: host:8000/users?email=a@b.org)
+    (
+        "url_password",
+        re.compile(r"(?<=://)([^/\s:@]+):(?!\[\u200c?REDACTED:|\d{1,5}/)([^\s@?#]*[^/\s@?#])(?=@)"),
+    ),
     (
         "api_key",
         re.compile(
@@ -67,12 +71,18 @@ PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
         # the value. "token" alone names a secret only when the value looks like
         # one: "Unexpected token: '<'" is an error message, not a credential.
         re.compile(
-            r"(?i)(?<![A-Za-z0-9])(?:api key|[A-Za-z0-9_-]*(?:password|passwd|passphrase|pwd|secret"
+            r"(?i)(?<![A-Za-z0-9_-])(?:api key|[A-Za-z0-9_-]*(?:password|passwd|passphrase|pwd|secret"
             r"|api[_-]?key|private[_-]?key"
             r"|access[_-]?key)[A-Za-z0-9_-]*|密码|口令|密钥)[\"']?"
+            # whose it is: "the password for the db is ...", "password of alice: ..."
+            r"(?:\s+(?:for|of|to)\s+(?:the\s+|my\s+|our\s+)?[\w.@-]{1,40})?"
             r"(?:\s*[:=：]\s*|\s+is\s+|\s*是\s*)(?![\"']?\[\u200c?REDACTED:)"
             r"(?P<value>\"[^\"\n]{1,200}\"|'[^'\n]{1,200}'|[^\s,;，；。]{1,200})"
-            r"|(?<![A-Za-z0-9])[A-Za-z0-9_-]*token[A-Za-z0-9_-]*[\"']?\s*[:=]\s*(?![\"']?\[\u200c?REDACTED:)"
+            # no separator at all ("password hunter2"): only a value with a
+            # digit in it, so "password hashing" and "password field" stay
+            r"|(?<![A-Za-z0-9])(?:password|passwd|passphrase|pwd)\s+(?![\"']?\[\u200c?REDACTED:)"
+            r"(?P<bare>(?=[^\s,;，；。]*\d)[^\s,;，；。]{6,200})"
+            r"|(?<![A-Za-z0-9_-])[A-Za-z0-9_-]*token[A-Za-z0-9_-]*[\"']?\s*[:=]\s*(?![\"']?\[\u200c?REDACTED:)"
             r"(?P<token>[\"']?[A-Za-z0-9._~+/\-]{8,}={0,2}[\"']?)(?![A-Za-z0-9])"
         ),
     ),
@@ -91,9 +101,16 @@ PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
             _NOT_ALNUM_BEFORE
             + r"(?<![\d.])(?:(?:25[0-5]|2[0-4]\d|[01]?\d?\d)\.){3}(?:25[0-5]|2[0-4]\d|[01]?\d?\d)(?![\d.]*\d)"
             + r"|(?<![0-9A-Fa-f:])(?:[0-9A-Fa-f]{1,4}:){7}[0-9A-Fa-f]{1,4}(?![0-9A-Fa-f:])"
-            # compressed IPv6 (2001:db8::1), with a digit (a::b is a C++ name), checked by ipaddress
-            + r"|(?<![0-9A-Za-z:])(?=[0-9A-Fa-f:]*\d)"
-            + r"(?:[0-9A-Fa-f]{1,4}:)*:(?::?[0-9A-Fa-f]{1,4})+(?![0-9A-Za-z:])"
+            # compressed IPv6 (2001:db8::1, fe80::1ff:fe23, 2001:db8::), with a digit
+            # (a::b is a C++ name) and two groups at least, checked by ipaddress.
+            # Each group ends at a ":" or the address, so digits split into groups
+            # one way only (nested repeats backtracked exponentially). Brackets
+            # around it make a slice: a[::2], b[1::3].
+            + r"|(?<![0-9A-Za-z:\[])(?=[0-9A-Fa-f:]*\d)"
+            + r"(?:[0-9A-Fa-f]{1,4}(?::[0-9A-Fa-f]{1,4}){0,6}::"
+            + r"(?:[0-9A-Fa-f]{1,4}(?::[0-9A-Fa-f]{1,4}){0,6})?"
+            + r"|::[0-9A-Fa-f]{1,4}(?::[0-9A-Fa-f]{1,4}){1,6})"
+            + r"(?![0-9A-Za-z:\]])"
         ),
     ),
     # Long opaque strings: 32+ hex digits, or 40+ base64 characters mixing
@@ -163,7 +180,7 @@ def redact(text: str) -> Redacted:
                 return match.group(0)  # hex groups around "::" that make no address
             found[kind] += 1
             if kind == "password":  # keep "password=" so the text still reads
-                group = "value" if match.group("value") is not None else "token"
+                group = next(name for name in ("value", "bare", "token") if match.group(name) is not None)
                 return match.group(0)[: match.start(group) - match.start(0)] + marker(kind)
             if kind == "url_password":
                 return f"{match.group(1)}:{marker(kind)}"

@@ -56,10 +56,11 @@ MIDDLEWARE = [
     # First, so that every response -- also one made by a middleware below --
     # carries X-Correlation-ID and every line logged on the way has the id.
     "tutor.correlation.CorrelationIdMiddleware",
-    # A Host outside ALLOWED_HOSTS: the JSON 400, DEBUG or not (Django's DEBUG answer is HTML).
-    "tutor.hosts.AllowedHostMiddleware",
     # Reads what a refused request left of its body: the connection stays usable.
     "tutor.bodies.DrainUnreadBodyMiddleware",
+    # A Host outside ALLOWED_HOSTS: the JSON 400, DEBUG or not (Django's DEBUG
+    # answer is HTML); inside the drain, so that refusal leaves no body behind.
+    "tutor.hosts.AllowedHostMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "tutor.static_serving.StaticFilesMiddleware",
     # Before CommonMiddleware: a path answers the same with or without its

@@ -39,6 +39,8 @@ class WsgiResponse:
     status: int
     headers: dict[str, str]
     body: bytes
+    # What the server left of the request body on the connection.
+    unread: int = 0
 
     def json(self):
         return json.loads(self.body)
@@ -102,7 +104,8 @@ def wsgi_call(
     finally:
         request_started.connect(close_old_connections)
         request_finished.connect(close_old_connections)
-    return WsgiResponse(captured["status"], captured["headers"], data)
+    stream = environ["wsgi.input"]
+    return WsgiResponse(captured["status"], captured["headers"], data, len(body) - stream.tell())
 
 
 def row_counts() -> dict[str, int]:

@@ -284,3 +284,15 @@ def test_evidence_with_a_nested_file_value_is_a_400_on_that_file(world):
 
     errors = assert_refused(response, before, statuses={400})["errors"]
     assert errors[0]["attr"] == "evidence.files.a.py"
+
+
+@pytest.mark.parametrize("host", ["evil.example", "bad host"])
+def test_a_refused_host_leaves_no_body_unread(world, host):
+    """A request refused for its Host is answered before anything reads its
+    body: the rest is drained, so a kept-alive connection stays usable."""
+    body = json.dumps({"task": "x", "evidence": {"report": "r" * 5000}}).encode()
+
+    response = wsgi_call("POST", "/api/submissions", body=body, headers={"Host": host})
+
+    assert response.status == 400
+    assert response.unread == 0

@@ -1,8 +1,14 @@
 """The one redaction module (SPEC §6): findings next to CJK text."""
 
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 
 from tutor.redaction import redact
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.parametrize(
@@ -76,6 +82,10 @@ def test_ordinary_text_is_left_alone(text):
         ("clone https://user:pa/ss@host.example/repo.git", "pa/ss", "url_password"),
         ("passphrase: correct-horse-battery", "correct-horse", "password"),
         ("my api key: abc123xyz789", "abc123xyz789", "password"),
+        ("log in with password hunter2 then", "hunter2", "password"),
+        ("the password for the db is Tr0ub4dor", "Tr0ub4dor", "password"),
+        ("password of alice: s3cr3t-pass", "s3cr3t-pass", "password"),
+        ("it listens on 2001:db8::", "2001:db8", "ip_address"),
         (
             "cookie eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0."
             "dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U",
@@ -99,7 +109,42 @@ def test_secrets_in_their_less_common_forms_are_redacted(text, secret, kind):
         "at 12:30:45 the build failed",
         "see https://registry.example.org:443/@scope/package for the package",
         "reset your password via the link",
+        "the password field is required",
+        "password hashing with bcrypt",
+        "see the password policy: twelve characters",
+        "use std:: here and x86:: there",
+        "why does a[::2] skip and b[1::3] start at one, x[::10] at zero",
     ],
 )
 def test_lookalikes_of_those_forms_are_left_alone(text):
     assert redact(text).text == text
+
+
+def test_a_url_with_a_port_and_an_email_in_its_query_keeps_its_path():
+    """The port, path and query are no password: only the address goes."""
+    result = redact("GET http://localhost:8000/api/users?email=alice@example.com failed")
+
+    assert result.text == "GET http://localhost:8000/api/users?email=[REDACTED:email] failed"
+    assert result.kinds == {"email": 1}
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        pytest.param("::" + "1" * 7000 + "g", id="compressed-ipv6-digits"),
+        pytest.param("1:" * 4000 + "g", id="hex-groups"),
+        pytest.param("-a" * 8000, id="dash-letter-pairs"),
+        pytest.param("_" * 16000, id="underscores"),
+        pytest.param("password " * 900, id="password-words"),
+        pytest.param("a." * 4000 + "@", id="email-local-part"),
+        pytest.param("aA1" * 2600 + "!", id="base64-run"),
+    ],
+)
+def test_a_message_built_to_make_the_patterns_backtrack_is_redacted_at_once(text):
+    """Found by an outside review: "::" and 26 digits took 1.7 s, every
+    further digit doubled it, and a run of "-a" pairs grew with its square.
+    Hours become milliseconds; the generous bound only catches a hang."""
+    # In a process of its own: a regular expression holds the interpreter
+    # until it returns, so only a process can be given up on.
+    code = "import sys; from tutor.redaction import redact; redact(sys.stdin.read())"
+    subprocess.run([sys.executable, "-c", code], input=text, text=True, cwd=ROOT, timeout=5, check=True)
