@@ -603,8 +603,20 @@ def test_any_lms_course_launches_while_none_is_bound(registration, browser):
         ([INSTRUCTOR], other_lms_course(), "other-ctx-9"),
         ([LEARNER], other_lms_course(), "other-ctx-9"),
         ([INSTRUCTOR], {CLAIM + "context": None}, "missing"),
+        # Refused for the context before the task is looked at: nothing of
+        # the course (its tasks) is told to another LMS course.
+        ([LEARNER], {**other_lms_course(), "task": None}, "other-ctx-9"),
+        ([LEARNER], {**other_lms_course(), "task": "no-such-task"}, "other-ctx-9"),
+        (["http://purl.imsglobal.org/vocab/lis/v2/membership#Mentor"], other_lms_course(), "other-ctx-9"),
     ],
-    ids=["instructor-elsewhere", "learner-elsewhere", "no-context"],
+    ids=[
+        "instructor-elsewhere",
+        "learner-elsewhere",
+        "no-context",
+        "learner-elsewhere-no-task",
+        "learner-elsewhere-unknown-task",
+        "mentor-elsewhere",
+    ],
 )
 def test_once_a_context_is_bound_launches_from_any_other_are_refused(
     registration, browser, platform, roles, claims, shown
@@ -620,3 +632,96 @@ def test_once_a_context_is_bound_launches_from_any_other_are_refused(
     assert session_user(browser.client) is None
     # The bound LMS course still launches.
     assert Browser(platform).launch(sub="teacher-1", roles=[INSTRUCTOR], task=None).status_code == 302
+
+
+def bind_in_admin(registration, context_id: str, action: str = "bind"):
+    """A superuser ticks one LMS course in admin's LTI contexts and runs the action."""
+    admin = Client()
+    admin.force_login(get_user_model().objects.create_superuser(f"root-{action}-{time.monotonic_ns()}"))
+    context = Context.objects.get(registration=registration, context_id=context_id)
+    response = admin.post(
+        "/admin/lti/context/", {"action": action, "_selected_action": [str(context.pk)]}, follow=True
+    )
+    assert response.status_code == 200
+    return [str(m) for m in response.context["messages"]]
+
+
+def test_binding_names_who_came_in_from_other_lms_courses_before(registration, browser, platform):
+    """Binding refuses later launches from other LMS courses; those already
+    let in as staff are named, with the roster sync that removes them."""
+    assert (
+        browser.launch(sub="teacher-9", roles=[INSTRUCTOR], task=None, **other_lms_course()).status_code
+        == 302
+    )
+    assert Browser(platform).launch(sub="teacher-1", roles=[INSTRUCTOR], task=None).status_code == 302
+    outsider = Identity.objects.get(subject="teacher-9").user
+    insider = Identity.objects.get(subject="teacher-1").user
+
+    shown = bind_in_admin(registration, "course-ctx-1")
+
+    assert Context.objects.get(context_id="course-ctx-1").bound is True
+    [warning] = [m for m in shown if "still enrolled" in m]
+    assert outsider.username in warning and insider.username not in warning
+    assert "lti_sync_roster se-101" in warning
+    audit = AuditEvent.objects.filter(event="lti_registered").latest("id")
+    assert audit.extra["bound_contexts"] == ["course-ctx-1"] and audit.actor.is_superuser
+    # The outsider's next launch is refused; the enrolment waits for the roster sync.
+    refused = Browser(platform).launch(sub="teacher-9", roles=[INSTRUCTOR], task=None, **other_lms_course())
+    assert refused.status_code == 403
+
+
+def test_unbinding_the_last_lms_course_says_the_registration_is_open_again(registration, browser, platform):
+    Context.objects.create(registration=registration, context_id="course-ctx-1", bound=True)
+
+    shown = bind_in_admin(registration, "course-ctx-1", action="unbind")
+
+    assert Context.objects.get(context_id="course-ctx-1").bound is False
+    assert any("no LMS course is bound now" in m for m in shown)
+    assert (
+        browser.launch(sub="teacher-9", roles=[INSTRUCTOR], task=None, **other_lms_course()).status_code
+        == 302
+    )
+
+
+def test_course_staff_see_their_lms_courses_but_cannot_bind(registration, browser, platform, course):
+    from tests.factories import enroll
+
+    assert (
+        browser.launch(sub="teacher-9", roles=[INSTRUCTOR], task=None, **other_lms_course()).status_code
+        == 302
+    )
+    staff = enroll(course, "staff-1", role="staff")
+    staff.is_staff = True
+    staff.save()
+    client = Client()
+    client.force_login(staff)
+    page = client.get("/admin/lti/context/")
+    context = Context.objects.get(context_id="other-ctx-9")
+
+    assert page.status_code == 200 and b"other-ctx-9" in page.content
+    client.post("/admin/lti/context/", {"action": "bind", "_selected_action": [str(context.pk)]})
+    context.refresh_from_db()
+    assert context.bound is False
+
+
+def test_lti_register_binding_names_who_came_in_from_other_lms_courses(registration, browser):
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    assert (
+        browser.launch(sub="teacher-9", roles=[INSTRUCTOR], task=None, **other_lms_course()).status_code
+        == 302
+    )
+    outsider = Identity.objects.get(subject="teacher-9").user
+    args = ["--issuer", registration.issuer, "--client-id", registration.client_id, "--course", "se-101"]
+    for name in ("auth_url", "token_url", "jwks_url"):
+        args += ["--" + name.replace("_", "-"), getattr(registration, name)]
+    for deployment in registration.deployments.values_list("deployment_id", flat=True):
+        args += ["--deployment-id", deployment]
+    err = StringIO()
+
+    call_command("lti_register", *args, "--context-id", "course-ctx-1", stdout=StringIO(), stderr=err)
+
+    assert "1 user(s) enrolled in se-101 by launches from other LMS courses" in err.getvalue()
+    assert outsider.username in err.getvalue() and "lti_sync_roster se-101" in err.getvalue()

@@ -169,8 +169,6 @@ def test_superuser_edits_a_registration_with_the_same_url_rule(course, two_regis
         "active": "on",
         "deployments-TOTAL_FORMS": "0",
         "deployments-INITIAL_FORMS": "0",
-        "contexts-TOTAL_FORMS": "0",
-        "contexts-INITIAL_FORMS": "0",
     }
 
     refused = client.post(f"/admin/lti/registration/{mine.pk}/change/", data)
@@ -187,43 +185,66 @@ def test_superuser_edits_a_registration_with_the_same_url_rule(course, two_regis
 def test_superuser_binds_a_context_seen_in_a_launch_in_the_admin(course, two_registrations):
     from tutor.lti.models import Context
 
-    mine, _ = two_registrations
+    mine, theirs = two_registrations
     seen = Context.objects.create(registration=mine, context_id="ctx-7", title="Seen in a launch")
+    Context.objects.create(registration=theirs, context_id="ctx-8", title="Another course's")
     client = Client()
     client.force_login(make_user("root", is_staff=True, is_superuser=True))
-    page = client.get(f"/admin/lti/registration/{mine.pk}/change/")
-    assert b"ctx-7" in page.content and b"Seen in a launch" in page.content
+    page = client.get(f"/admin/lti/registration/{mine.pk}/change/").content.decode()
+    assert "none: any LMS course" in page
+    assert f"/admin/lti/context/?registration__id__exact={mine.pk}" in page
+    listing = client.get(f"/admin/lti/context/?registration__id__exact={mine.pk}").content.decode()
+    assert "ctx-7" in listing and "Seen in a launch" in listing and "ctx-8" not in listing
+
+    done = client.post(
+        "/admin/lti/context/", {"action": "bind", "_selected_action": [str(seen.pk)]}, follow=True
+    )
+
+    assert done.status_code == 200
+    assert "1 LMS course(s) bound" in done.content.decode()
+    seen.refresh_from_db()
+    assert seen.bound is True
+    audit = AuditEvent.objects.filter(event="lti_registered").latest("id")
+    assert audit.extra["bound_contexts"] == ["ctx-7"] and audit.extra["all_bound_contexts"] == ["ctx-7"]
+    assert "ctx-7" in client.get(f"/admin/lti/registration/{mine.pk}/change/").content.decode()
+    # Binding again turns nothing and records nothing.
+    client.post("/admin/lti/context/", {"action": "bind", "_selected_action": [str(seen.pk)]})
+    assert AuditEvent.objects.filter(event="lti_registered").latest("id").pk == audit.pk
+
+
+def test_an_lms_account_of_many_courses_is_bound_from_its_own_list(course, two_registrations):
+    """A registration page listed every context in a form: past about 350
+    of them its save was over the upload's field limit (a 400)."""
+    from tutor.lti.models import Context
+
+    mine, _ = two_registrations
+    Context.objects.bulk_create(
+        [Context(registration=mine, context_id=f"ctx-{n}", title=f"LMS course {n}") for n in range(400)]
+    )
+    client = Client()
+    client.force_login(make_user("root", is_staff=True, is_superuser=True))
     data = {
         "course": str(course.pk),
         "issuer": mine.issuer,
         "client_id": mine.client_id,
         "auth_url": mine.auth_url,
-        "token_url": mine.token_url,
+        "token_url": "https://canvas.example.edu/login/oauth2/token-v2",
         "jwks_url": mine.jwks_url,
         "active": "on",
         "deployments-TOTAL_FORMS": "0",
         "deployments-INITIAL_FORMS": "0",
-        "contexts-TOTAL_FORMS": "1",
-        "contexts-INITIAL_FORMS": "1",
-        "contexts-0-id": str(seen.pk),
-        "contexts-0-registration": str(mine.pk),
-        "contexts-0-context_id": "ctx-7",
-        "contexts-0-bound": "on",
     }
 
-    saved = client.post(f"/admin/lti/registration/{mine.pk}/change/", data)
-
-    assert saved.status_code == 302, saved.content
-    seen.refresh_from_db()
-    assert seen.bound is True
-    audit = AuditEvent.objects.filter(event="lti_registered").latest("id")
-    assert audit.extra["bound_contexts"] == ["ctx-7"]
+    assert client.post(f"/admin/lti/registration/{mine.pk}/change/", data).status_code == 302
+    chosen = Context.objects.get(context_id="ctx-399")
+    client.post("/admin/lti/context/", {"action": "bind", "_selected_action": [str(chosen.pk)]})
+    assert list(Context.objects.filter(bound=True).values_list("context_id", flat=True)) == ["ctx-399"]
 
 
 def test_admin_changelists_open_for_superusers(course, two_registrations):
     client = Client()
     client.force_login(make_user("root", is_staff=True, is_superuser=True))
-    for model in ("registration", "resourcelink", "scorepost", "identity", "toolkey"):
+    for model in ("registration", "context", "resourcelink", "scorepost", "identity", "toolkey"):
         assert client.get(f"/admin/lti/{model}/").status_code == 200, model
 
 

@@ -7,6 +7,8 @@ from __future__ import annotations
 from django import forms
 from django.contrib import admin, messages
 from django.db import models
+from django.urls import reverse
+from django.utils.html import format_html
 
 from tutor.admin_scoping import CappedCountPaginator, CourseScopedAdmin, ReadOnlyAdmin, ScopedFilter
 from tutor.audit import audit_record
@@ -21,7 +23,8 @@ from tutor.lti.models import (
     ScoreStatus,
     ToolKey,
 )
-from tutor.lti.services.registrations import check_endpoint_url
+from tutor.lti.selectors import bound_context_ids
+from tutor.lti.services.registrations import check_endpoint_url, contexts_bound_set
 from tutor.lti.services.scores import score_requeue
 from tutor.models import AuditEvent
 
@@ -46,18 +49,68 @@ class DeploymentInline(SuperuserEditsMixin, admin.TabularInline):
     extra = 0
 
 
-class ContextInline(SuperuserEditsMixin, admin.TabularInline):
-    """The LMS courses seen in launches (or named by lti_register); once
-    one is bound, launches and rosters from the others are refused."""
+class ContextAdmin(CourseScopedAdmin, ReadOnlyAdmin):
+    """The LMS courses seen in launches (or named by lti_register), one row
+    each however many an LMS account has; superusers bind or unbind them
+    with the actions (``contexts_bound_set``). Once one is bound, launches
+    and rosters from the others are refused."""
 
-    model = Context
-    fields = ["context_id", "title", "bound", "has_roster", "updated_at"]
-    readonly_fields = ["title", "has_roster", "updated_at"]
-    extra = 0
+    paginator = CappedCountPaginator  # no full COUNT over a big table
+    show_full_result_count = False
+    course_path = "registration__course_id"
+    list_display = ["context_id", "title", "bound", "has_roster", "registration", "updated_at"]
+    list_filter = ["bound", ("registration__course", ScopedFilter)]
+    list_select_related = ["registration", "registration__course"]
+    search_fields = ["context_id", "title", "registration__issuer"]
+    actions = ["bind", "unbind"]
 
     @admin.display(boolean=True, description="roster URL")
     def has_roster(self, obj) -> bool:
         return bool(obj.memberships_url)
+
+    def has_bind_permission(self, request) -> bool:
+        return request.user.is_superuser
+
+    @admin.action(description="Bind the selected LMS courses to their registration", permissions=["bind"])
+    def bind(self, request, queryset):
+        self._flag(request, queryset, bound=True)
+
+    @admin.action(description="Unbind the selected LMS courses", permissions=["bind"])
+    def unbind(self, request, queryset):
+        self._flag(request, queryset, bound=False)
+
+    def _flag(self, request, queryset, *, bound: bool) -> None:
+        chosen: dict[int, list[str]] = {}
+        for registration_id, context_id in queryset.values_list("registration_id", "context_id"):
+            chosen.setdefault(registration_id, []).append(context_id)
+        for registration in Registration.objects.filter(pk__in=chosen).select_related("course"):
+            result = contexts_bound_set(
+                registration=registration,
+                context_ids=chosen[registration.pk],
+                bound=bound,
+                actor=request.user,
+            )
+            name = f"{registration.issuer} ({registration.course.slug})"
+            verb = "bound" if bound else "unbound"
+            self.message_user(
+                request, f"{name}: {len(result.changed)} LMS course(s) {verb}.", messages.SUCCESS
+            )
+            if result.outside_launchers:
+                self.message_user(
+                    request,
+                    f"{name}: still enrolled after launches from other LMS courses only: "
+                    + ", ".join(result.outside_launchers[:20])
+                    + (" …" if len(result.outside_launchers) > 20 else "")
+                    + f". Run lti_sync_roster {registration.course.slug} (or remove them under enrolments).",
+                    messages.WARNING,
+                )
+            if not result.all_bound:
+                self.message_user(
+                    request,
+                    f"{name}: no LMS course is bound now, so launches from any LMS course of its "
+                    f"deployments enrol into {registration.course.slug} (instructors as its staff).",
+                    messages.WARNING,
+                )
 
 
 def _https_first(field, **kwargs):
@@ -96,7 +149,18 @@ class RegistrationAdmin(SuperuserEditsMixin, CourseScopedAdmin):
     list_filter = [("course", ScopedFilter), "active"]
     list_select_related = ["course"]
     search_fields = ["issuer", "client_id"]
-    inlines = [DeploymentInline, ContextInline]
+    inlines = [DeploymentInline]
+    readonly_fields = ["lms_courses"]
+
+    @admin.display(description="bound LMS courses")
+    def lms_courses(self, obj):
+        if obj is None or obj.pk is None:
+            return "-"
+        bound = sorted(bound_context_ids(obj))
+        url = reverse("admin:lti_context_changelist") + f"?registration__id__exact={obj.pk}"
+        return format_html(
+            '{} <a href="{}">(all LMS courses seen)</a>', ", ".join(bound) or "none: any LMS course", url
+        )
 
     # Admin runs each save and delete in one transaction: the audit row commits with it.
     def save_model(self, request, obj, form, change):
@@ -121,9 +185,6 @@ class RegistrationAdmin(SuperuserEditsMixin, CourseScopedAdmin):
                 to_state="updated",
                 extra={
                     "deployments": sorted(form.instance.deployments.values_list("deployment_id", flat=True)),
-                    "bound_contexts": sorted(
-                        form.instance.contexts.filter(bound=True).values_list("context_id", flat=True)
-                    ),
                 },
             )
 
@@ -141,6 +202,9 @@ class RegistrationAdmin(SuperuserEditsMixin, CourseScopedAdmin):
     def delete_queryset(self, request, queryset):
         for registration in queryset:
             self.delete_model(request, registration)
+
+
+admin.site.register(Context, ContextAdmin)
 
 
 @admin.register(ResourceLink)

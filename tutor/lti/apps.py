@@ -11,6 +11,8 @@ class LtiConfig(AppConfig):
         from tutor.lti.receivers import attempt_finished_received
         from tutor.services import register_staff_view_models
 
-        # Course staff read their courses' registrations, links and the score outbox.
-        register_staff_view_models("lti", ["registration", "deployment", "resourcelink", "scorepost"])
+        # Course staff read their courses' registrations, LMS courses, links and the score outbox.
+        register_staff_view_models(
+            "lti", ["registration", "deployment", "context", "resourcelink", "scorepost"]
+        )
         attempt_finished.connect(attempt_finished_received, dispatch_uid="lti-grade-passback")

@@ -5,9 +5,9 @@ from __future__ import annotations
 from django.db.models import Q, QuerySet
 from pylti1p3.registration import Registration as PyltiRegistration
 
-from tutor.lti.models import LinkMember, ToolKey
+from tutor.lti.models import Context, LinkMember, Registration, ToolKey
 from tutor.lti.services.keys import grace_cutoff
-from tutor.models import Enrollment
+from tutor.models import AuditEvent, Enrollment
 
 
 def published_keys() -> QuerySet[ToolKey]:
@@ -37,4 +37,36 @@ def grade_targets(*, student_id, task_id) -> list[LinkMember]:
         )
         .exclude(link__lineitem_url="")
         .select_related("link", "link__registration", "identity")
+    )
+
+
+def bound_context_ids(registration: Registration) -> set[str]:
+    """The LMS courses (context ids) the registration is bound to; empty:
+    it takes launches from any (SPEC §12, ``Context.bound``)."""
+    return set(
+        Context.objects.filter(registration=registration, bound=True).values_list("context_id", flat=True)
+    )
+
+
+def outside_launchers(registration: Registration, bound: set[str]) -> list[str]:
+    """Who is still enrolled in the registration's course although every
+    launch of theirs through it came from an LMS course outside ``bound``:
+    let in before the binding, they keep their enrolment until a roster sync
+    (``lti_sync_roster``) or staff remove it. Read from the launches' audit
+    rows, the one record of the context each came from. Usernames, sorted;
+    none while nothing is bound."""
+    if not bound:
+        return []
+    launches = AuditEvent.objects.filter(
+        event=AuditEvent.Event.LTI_LAUNCHED, course_id=registration.course_id, actor_id__isnull=False
+    ).values_list("actor_id", "extra")
+    contexts: dict[int, set[str]] = {}
+    for actor_id, extra in launches.iterator():
+        if isinstance(extra, dict) and extra.get("issuer") == registration.issuer:
+            contexts.setdefault(actor_id, set()).add(str(extra.get("context_id") or ""))
+    outside = [actor_id for actor_id, seen in contexts.items() if not seen & bound]
+    return sorted(
+        Enrollment.objects.filter(course_id=registration.course_id, user_id__in=outside).values_list(
+            "user__username", flat=True
+        )
     )

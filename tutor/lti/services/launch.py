@@ -31,6 +31,7 @@ from tutor.audit import audit_record
 from tutor.errors import InvalidInput, NotFound, PermissionRefused
 from tutor.lti.models import Context, Deployment, Identity, LinkMember, LoginNonce, Registration, ResourceLink
 from tutor.lti.roles import enrollment_role
+from tutor.lti.selectors import bound_context_ids
 from tutor.models import AuditEvent, Enrollment, Task
 from tutor.services import enrollment_set
 
@@ -243,7 +244,7 @@ def context_check(registration: Registration, context_id: str) -> None:
     a deployment installed for a whole LMS account launches from each of
     its courses, and only the bound ones are this course (SPEC §12: one
     course per registration). With none bound, every context is taken."""
-    bound = set(registration.contexts.filter(bound=True).values_list("context_id", flat=True))
+    bound = bound_context_ids(registration)
     if bound and context_id not in bound:
         raise LaunchRefused(
             f"This LMS course is not linked to the tutor's course {registration.course.slug}. "
@@ -271,6 +272,9 @@ def launch_accept(
             raise InvalidInput(f"The launch's {name} is longer than {ID_CHARS} characters.", field=name)
     if not claims.subject or not claims.resource_link_id:
         raise InvalidInput("The launch names no user (sub) or no resource link.")
+    # Before the role and the task: a launch from another LMS course learns
+    # nothing of this course's tasks (SPEC §12).
+    context_check(registration, claims.context_id)
     role = enrollment_role(claims.roles)
     if role is None:
         raise PermissionRefused(
@@ -280,7 +284,6 @@ def launch_accept(
         )
     task = _launch_task(registration, claims, role)
     course = registration.course
-    context_check(registration, claims.context_id)
 
     with transaction.atomic(durable=True):
         identity = identity_resolve(

@@ -23,6 +23,7 @@ from django.db import transaction
 from tutor.audit import audit_record
 from tutor.errors import Conflict, InvalidInput
 from tutor.lti.models import Context, Deployment, Registration
+from tutor.lti.selectors import bound_context_ids, outside_launchers
 from tutor.models import AuditEvent, Course
 
 FIELD_CHARS = 255  # issuer, client id and deployment id columns
@@ -73,6 +74,8 @@ class RegistrationResult:
     other_deployments: list[str] = field(default_factory=list)
     bound_contexts: list[str] = field(default_factory=list)  # bound by this call
     all_bound_contexts: list[str] = field(default_factory=list)
+    # Enrolled by launches from LMS courses this call left unbound (selectors.outside_launchers).
+    outside_launchers: list[str] = field(default_factory=list)
 
 
 def _unique_texts(values, *, field_name: str) -> list[str]:
@@ -166,16 +169,60 @@ def registration_register(
         other_deployments=sorted(existing - set(wanted_deployments)),
         bound_contexts=bound,
         all_bound_contexts=all_bound,
+        outside_launchers=outside_launchers(registration, set(all_bound)) if bound else [],
     )
 
 
 def _contexts_bind(registration: Registration, context_ids: list[str]) -> tuple[list[str], list[str]]:
     """Bind each named context (a context seen in a launch, or a new row);
     the ids that were not bound before, and every bound id now."""
-    already = set(registration.contexts.filter(bound=True).values_list("context_id", flat=True))
+    already = bound_context_ids(registration)
     newly = [c for c in context_ids if c not in already]
     for context_id in newly:  # a launch may be creating the row meanwhile: update_or_create retries
         Context.objects.update_or_create(
             registration=registration, context_id=context_id, defaults={"bound": True}
         )
     return newly, sorted(already.union(newly))
+
+
+@dataclass
+class BindingResult:
+    registration: Registration
+    changed: list[str]  # context ids whose flag this call turned
+    all_bound: list[str]
+    outside_launchers: list[str]
+
+
+def contexts_bound_set(*, registration: Registration, context_ids, bound: bool, actor) -> BindingResult:
+    """Bind (or unbind) contexts of ``registration`` already known to it (seen
+    in a launch, or named by ``lti_register``); audited as ``lti_registered``
+    when a flag turned. Binding narrows who may launch, not who is enrolled:
+    ``outside_launchers`` says who came in from the other LMS courses
+    before. Unbinding the last context opens the registration to every LMS
+    course of its deployments again (``all_bound`` is then empty)."""
+    with transaction.atomic():
+        rows = Context.objects.select_for_update().filter(
+            registration=registration, context_id__in=context_ids
+        )
+        changed = sorted(rows.exclude(bound=bound).values_list("context_id", flat=True))
+        Context.objects.filter(registration=registration, context_id__in=changed).update(bound=bound)
+        all_bound = sorted(bound_context_ids(registration))
+        if changed:
+            audit_record(
+                actor=actor,
+                event=AuditEvent.Event.LTI_REGISTERED,
+                target=registration,
+                course=registration.course_id,
+                to_state="updated",
+                extra={
+                    ("bound_contexts" if bound else "unbound_contexts"): changed,
+                    "all_bound_contexts": all_bound,
+                    "via": "admin",
+                },
+            )
+    return BindingResult(
+        registration=registration,
+        changed=changed,
+        all_bound=all_bound,
+        outside_launchers=outside_launchers(registration, set(all_bound)) if bound and changed else [],
+    )

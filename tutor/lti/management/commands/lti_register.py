@@ -83,11 +83,17 @@ class Command(DomainCommand):
                 + ", ".join(result.other_deployments)
                 + " (remove them in admin)"
             )
+        if result.outside_launchers:
+            self.stderr.write(
+                f"{len(result.outside_launchers)} user(s) enrolled in {target.slug} by launches from other "
+                f"LMS courses keep that enrolment until `manage.py lti_sync_roster {target.slug}` runs (or "
+                "staff remove it): " + ", ".join(result.outside_launchers)
+            )
         if not result.all_bound_contexts:
             self.stderr.write(
                 f"no LMS course is bound: a launch through these deployments from any LMS course "
                 f"enrols into {target.slug} (instructors as its staff). Name the LMS course with "
-                "--context-id, or tick 'bound' on its context in admin after a first launch"
+                "--context-id, or bind its context in admin (LTI contexts) after a first launch"
             )
         base = (settings.LTI_TOOL_URL or "https://<this host>").rstrip("/")
         self.stderr.write("configure the LMS with:")
