@@ -12,10 +12,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
 from django.db import transaction
 
 from tutor.audit import audit_record
+from tutor.datafiles import DataFileError, data_file_load
 from tutor.errors import DomainError
 from tutor.models import AuditEvent, Course, Rubric, Task
 from tutor.rubrics import RUBRIC_ID_MAX_CHARS, CheckType, CriterionKind, Visibility
@@ -31,30 +31,6 @@ class CourseFileError(DomainError):
         super().__init__(f"invalid course file: {field}: {message}", field=field)
 
 
-class _FileLoader(yaml.SafeLoader):
-    """PyYAML's safe loader, except that a scalar shaped like a date that is
-    none (2027-13-01, 2027-02-30) is a YAML error at its line and column, as a
-    syntax error is: the safe loader builds the date itself, and datetime's
-    ValueError would otherwise escape the loading as a traceback."""
-
-
-def _timestamp(loader: _FileLoader, node: yaml.ScalarNode) -> Any:
-    try:
-        return yaml.SafeLoader.construct_yaml_timestamp(loader, node)
-    except ValueError as exc:
-        raise yaml.constructor.ConstructorError(
-            None, None, f"{node.value!r} is not a date: {exc} (quote it if it is text)", node.start_mark
-        ) from None
-
-
-_FileLoader.add_constructor("tag:yaml.org,2002:timestamp", _timestamp)
-
-
-def yaml_load(text: str) -> Any:
-    """``yaml.safe_load`` of a course or lesson file, an impossible date refused as above."""
-    return yaml.load(text, Loader=_FileLoader)  # noqa: S506 -- a SafeLoader subclass
-
-
 def load_course_file(path: str | Path) -> Any:
     path = Path(path)
     try:
@@ -64,10 +40,8 @@ def load_course_file(path: str | Path) -> Any:
     except UnicodeDecodeError:
         raise CourseFileError("FILE", f"{path} is not UTF-8 text") from None
     try:
-        if path.suffix.lower() == ".json":
-            return json.loads(text)
-        return yaml_load(text)
-    except (json.JSONDecodeError, yaml.YAMLError) as exc:
+        return data_file_load(text, json_file=path.suffix.lower() == ".json")
+    except DataFileError as exc:
         raise CourseFileError("FILE", f"{path} is not valid JSON/YAML: {exc}") from None
 
 

@@ -22,7 +22,6 @@ row, so the operator sees which lessons arrive overdue.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -30,7 +29,6 @@ from datetime import date
 from pathlib import Path
 from typing import Any
 
-import yaml
 from django.db import transaction
 from django.utils import timezone
 
@@ -38,7 +36,7 @@ from lessons.models import Lesson, LessonKind, LessonSource, LessonStatus, Rejec
 from lessons.services.store import default_review_by, lesson_insert, redact_lesson
 from lessons.validation import clean_body, clean_symptoms, clean_tags, clean_title
 from tutor.audit import audit_record
-from tutor.coursefile import yaml_load
+from tutor.datafiles import DataFileError, data_file_load
 from tutor.errors import DomainError
 from tutor.models import AuditEvent, Course
 
@@ -99,8 +97,8 @@ def load_lesson_file(path: str | Path) -> Any:
     except UnicodeDecodeError:
         raise LessonFileError("FILE", f"{path} is not UTF-8 text") from None
     try:
-        return json.loads(text) if path.suffix.lower() == ".json" else yaml_load(text)
-    except (json.JSONDecodeError, yaml.YAMLError) as exc:
+        return data_file_load(text, json_file=path.suffix.lower() == ".json")
+    except DataFileError as exc:
         raise LessonFileError("FILE", f"{path} is not valid JSON/YAML: {exc}") from None
 
 

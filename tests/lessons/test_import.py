@@ -95,7 +95,11 @@ def test_yaml_dates_are_read_as_dates(tmp_path, course):
     [
         ("review_by: 2027-13-01", "'2027-13-01' is not a date: month must be in 1..12"),
         ("last_hit: 2027-02-30", "'2027-02-30' is not a date: day is out of range for month"),
+        # Other scalars the safe loader builds and Python refuses.
+        ("tags: [0b_]", "'0b_' cannot be read as an integer"),
+        ("hit_count: " + "7" * 5000, "cannot be read as an integer"),
     ],
+    ids=["month-13", "30-february", "binary-without-digits", "5000-digit-integer"],
 )
 def test_an_unquoted_impossible_yaml_date_is_refused_with_its_line(tmp_path, course, row, problem):
     # PyYAML's safe loader builds a date from any scalar shaped like one, and
@@ -111,6 +115,21 @@ def test_an_unquoted_impossible_yaml_date_is_refused_with_its_line(tmp_path, cou
     assert problem in message and "line 2, column" in message
     assert Lesson.objects.count() == 0
     assert not AuditEvent.objects.filter(event="lesson_imported").exists()
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("suffix", "text"),
+    [(".yaml", "[" * 5000), (".json", "[" * 5000), (".json", "7" * 5000)],
+    ids=["yaml-5000-deep", "json-5000-deep", "json-5000-digit-integer"],
+)
+def test_a_file_python_cannot_nest_or_count_that_deep_is_refused(tmp_path, course, suffix, text):
+    path = tmp_path / f"lessons{suffix}"
+    path.write_text(text, encoding="utf-8")
+
+    with pytest.raises(CommandError, match=r"invalid lesson file: FILE: .* is not valid JSON/YAML: "):
+        call_command("import_lessons", str(path), stdout=StringIO(), stderr=StringIO())
+    assert Lesson.objects.count() == 0
 
 
 @pytest.mark.django_db

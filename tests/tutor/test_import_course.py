@@ -369,7 +369,10 @@ tasks:
         ("MATERIALS", "2027-13-01", 7, "'2027-13-01' is not a date: month must be in 1..12"),
         ("MATERIALS", "2027-02-30", 7, "'2027-02-30' is not a date: day is out of range for month"),
         ("TEXT", "2027-02-29 10:00:00", 11, "'2027-02-29 10:00:00' is not a date: day is out of range"),
+        ("MATERIALS", "0x_", 7, "'0x_' cannot be read as an integer"),
+        ("TEXT", "1_000_" + "0" * 4400, 11, "cannot be read as an integer"),
     ],
+    ids=["month-13", "30-february", "29-february-2027", "hex-without-digits", "4400-digit-integer"],
 )
 def test_an_unquoted_impossible_yaml_date_is_refused_with_its_line(db, tmp_path, field, value, line, problem):
     # PyYAML's safe loader builds a date from any scalar shaped like one, and
