@@ -487,7 +487,7 @@ def assert_insert_matches_orm(prepared: PreparedInsert, monkeypatch, **values):
     monkeypatch.setattr(timezone, "now", lambda: NOW)
     savepoint = transaction.savepoint()
     orm_statements, orm_obj = statements_of(lambda: model.objects.create(**values))
-    orm_row = _stored(model, orm_obj.pk) if model._meta.pk.attname in values else None
+    orm_row = _stored(model, orm_obj.pk)  # create() knows the key, also one it read back
     transaction.savepoint_rollback(savepoint)
 
     statements, obj = statements_of(lambda: prepared.create(**values))
@@ -503,8 +503,13 @@ def assert_insert_matches_orm(prepared: PreparedInsert, monkeypatch, **values):
     assert _comparable(statements) == _comparable([(orm_sql, orm_params), *receivers])
     assert [type(p) for p in statements[0][1]] == [type(p) for p in orm_params]
     assert not obj._state.adding and obj._state.db == "default"
-    if orm_row is not None:
+    key = model._meta.pk.attname
+    if obj.pk is not None:  # given, or a one-to-one key taken from its object
+        assert obj.pk == orm_obj.pk
         assert _stored(model, obj.pk) == orm_row
+    else:  # an automatic key: the one row of these values, its key aside
+        [row] = model.objects.filter(**values).values()
+        assert {k: v for k, v in row.items() if k != key} == {k: v for k, v in orm_row.items() if k != key}
     return obj
 
 
