@@ -533,3 +533,38 @@ def test_a_secret_pasted_into_the_chat_is_redacted_before_it_is_stored_or_sent(
     assert preview["messages"][-1]["content"] == sent
     assert stored(session_id)[0] == ("user", sent)
     assert "hunter2" not in json.dumps(list(ModelCall.objects.values_list("request_messages", flat=True)))
+
+
+@pytest.mark.django_db
+def test_each_request_is_validated_on_its_own(task, student_client, fake_llm):
+    """The input serializers share their bound fields between requests
+    (``tutor.fields.SharedFieldsSerializer``): one request's values and
+    errors never reach the next."""
+    fake_llm.reply("Start from the failing test.")
+    session = {"id": session_id_for(student_client, task)}
+    answers = [
+        student_client.get("/api/tutor/context/", {"task": "not-a-uuid"}),
+        student_client.get("/api/tutor/context/", {"task": str(task.pk), "message": "x" * 8001}),
+        student_client.post("/api/tutor/context/", {"task": str(task.pk), "message": 5}, format="json"),
+        student_client.get("/api/tutor/context/", {"task": str(task.pk), "message": "first draft"}),
+        student_client.post(f"/api/tutor/sessions/{session['id']}/messages/", {"content": 7}, format="json"),
+        student_client.post(
+            f"/api/tutor/sessions/{session['id']}/messages/", {"content": "hi"}, format="json"
+        ),
+    ]
+
+    assert [a.status_code for a in answers] == [400, 400, 400, 200, 400, 201]
+    assert [[e["attr"] for e in a.json()["errors"]] for a in answers if a.status_code == 400] == [
+        ["task"],
+        ["message"],
+        ["message"],
+        ["content"],
+    ]
+    assert answers[3].json()["messages"][-1] == {"role": "user", "content": "first draft"}
+    sent = answers[5].json()
+    assert (sent["user_message"]["content"], sent["user_message"]["role"]) == ("hi", "user")
+    assert sent["reply"]["content"] == "Start from the failing test."
+    assert (
+        sent["reply"]["context_meta"] == sent["context_meta"] and sent["user_message"]["context_meta"] is None
+    )
+    assert sent["user_message"]["id"] != sent["reply"]["id"]
