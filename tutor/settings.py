@@ -265,11 +265,10 @@ else:
     # a user would get the configured rate once per worker. Files are shared.
     CACHES = {
         "default": {
-            "BACKEND": "django.core.cache.backends.filebased.FileBasedCache",
+            "BACKEND": "tutor.file_cache.LockedFileCache",
             "LOCATION": env_str("CACHE_DIR", str(BASE_DIR / "cache")),
-            # Every write lists the directory to cull it: room for the
-            # counters of a few hundred active users, each in three scopes.
-            "OPTIONS": {"MAX_ENTRIES": 2000},
+            # The counters of a few thousand active users, each in three scopes.
+            "OPTIONS": {"MAX_ENTRIES": 10000},
         }
     }
 

@@ -1,0 +1,82 @@
+"""The embedded mode's cache (``tutor.file_cache``): files every web worker
+shares, rewritten in place under a lock."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from tutor.file_cache import LockedFileCache
+
+
+@pytest.fixture
+def cache(tmp_path):
+    return LockedFileCache(str(tmp_path / "cache"), {"OPTIONS": {"MAX_ENTRIES": 50}})
+
+
+def test_values_are_kept_replaced_and_expire(cache):
+    cache.set("k", [1.5, 2.5], 60)
+    assert cache.get("k") == [1.5, 2.5] and cache.has_key("k")
+    cache.set("k", ["shorter"], 60)  # in place: nothing of the longer value is left behind
+    assert cache.get("k") == ["shorter"]
+    assert cache.add("k", "other") is False and cache.add("new", "v") is True
+    assert cache.get("new") == "v"
+    cache.set("gone", "v", 0)  # a timeout of 0 expires at once
+    assert cache.get("gone", "default") == "default" and not cache.has_key("gone")
+    assert cache.delete("k") is True and cache.get("k") is None
+
+
+def test_a_file_that_is_no_value_reads_as_absent(cache):
+    cache.set("k", "v", 60)
+    path = cache._key_to_file("k")
+    with open(path, "wb") as f:
+        f.write(b"\x80\x05garbage")
+
+    assert cache.get("k", "absent") == "absent"
+    cache.set("k", "again", 60)
+    assert cache.get("k") == "again"
+
+
+def test_a_removed_directory_is_made_again(cache, tmp_path):
+    cache.clear()
+    (tmp_path / "cache").rmdir()
+
+    cache.set("k", "v", 60)
+
+    assert cache.get("k") == "v"
+
+
+def test_readers_never_see_a_half_written_value(cache):
+    """Four writers and readers on one key: with the locks every read finds
+    a whole value (without them a read caught a rewrite half done)."""
+    cache.set("k", list(range(5000)), 60)
+    seen, errors = [], []
+
+    def work(n):
+        try:
+            for i in range(150):
+                cache.set("k", [n * 1000 + i] * 5000, 60)
+                value = cache.get("k", "torn")
+                seen.append(value == "torn" or len(value) != 5000 or len(set(value)) != 1)
+        except Exception as exc:  # noqa: BLE001 -- reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(n,)) for n in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+    assert not errors
+    assert len(seen) == 600 and not any(seen)
+
+
+def test_past_max_entries_writes_cull_the_directory(cache, monkeypatch):
+    import tutor.file_cache
+
+    monkeypatch.setattr(tutor.file_cache, "CULL_ONE_IN", 1)
+    for n in range(120):
+        cache.set(f"k{n}", n, 60)
+
+    assert len(cache._list_cache_files()) <= 50 + 1
