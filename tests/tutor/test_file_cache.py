@@ -80,3 +80,12 @@ def test_past_max_entries_writes_cull_the_directory(cache, monkeypatch):
         cache.set(f"k{n}", n, 60)
 
     assert len(cache._list_cache_files()) <= 50 + 1
+
+
+def test_touch_gives_a_value_a_new_lifetime(cache):
+    cache.set("k", {"history": [1.0, 2.0]}, 0)
+    assert cache.touch("k", 60) is False  # expired already
+    cache.set("k", {"history": [1.0, 2.0]}, 60)
+
+    assert cache.touch("k", 0) is True
+    assert cache.get("k") is None
