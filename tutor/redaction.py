@@ -24,6 +24,16 @@ _NOT_ALNUM_AFTER = r"(?![A-Za-z0-9])"
 # base64 lines inside it, a URL's password before the e-mail-like user@host.
 # Where a marker stands as a secret's value it is left alone: one of ours,
 # or one a student typed (``unmarked``: U+200C after its bracket).
+# After "is", words that say something of the secret rather than give it:
+# "the api key is invalid", "my passphrase is wrong" (a student asking about
+# an error, not pasting a credential).
+_NOT_A_VALUE = (
+    r"(?!(?:invalid|wrong|incorrect|required|missing|empty|blank|expired|revoked|correct|right|ok|okay"
+    r"|fine|set|unset|not|never|no|too|the|a|an|in|on|at|stored|saved|hashed|encrypted|changed|reset"
+    r"|used|needed|shown|hidden|visible|null|none|still|now|also|only|being|same|different|case"
+    r"|sensitive|optional|mandatory|valid|weak|strong|long|short)(?![A-Za-z0-9_-]))"
+)
+
 PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     (
         "private_key",
@@ -76,7 +86,7 @@ PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
             r"|access[_-]?key)[A-Za-z0-9_-]*|密码|口令|密钥)[\"']?"
             # whose it is: "the password for the db is ...", "password of alice: ..."
             r"(?:\s+(?:for|of|to)\s+(?:the\s+|my\s+|our\s+)?[\w.@-]{1,40})?"
-            r"(?:\s*[:=：]\s*|\s+is\s+|\s*是\s*)(?![\"']?\[\u200c?REDACTED:)"
+            r"(?:\s*[:=：]\s*|\s+is\s+" + _NOT_A_VALUE + r"|\s*是\s*)(?![\"']?\[\u200c?REDACTED:)"
             r"(?P<value>\"[^\"\n]{1,200}\"|'[^'\n]{1,200}'|[^\s,;，；。]{1,200})"
             # no separator at all ("password hunter2"): only a value with a
             # digit in it, so "password hashing" and "password field" stay

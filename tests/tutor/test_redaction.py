@@ -83,6 +83,8 @@ def test_ordinary_text_is_left_alone(text):
         ("passphrase: correct-horse-battery", "correct-horse", "password"),
         ("my api key: abc123xyz789", "abc123xyz789", "password"),
         ("log in with password hunter2 then", "hunter2", "password"),
+        ("the password is swordfish", "swordfish", "password"),
+        ("the password is invalid2024", "invalid2024", "password"),
         ("the password for the db is Tr0ub4dor", "Tr0ub4dor", "password"),
         ("password of alice: s3cr3t-pass", "s3cr3t-pass", "password"),
         ("it listens on 2001:db8::", "2001:db8", "ip_address"),
@@ -114,6 +116,8 @@ def test_secrets_in_their_less_common_forms_are_redacted(text, secret, kind):
         "see the password policy: twelve characters",
         "use std:: here and x86:: there",
         "why does a[::2] skip and b[1::3] start at one, x[::10] at zero",
+        "the api key is invalid, my passphrase is wrong and the password is required",
+        "the secret is not in the repo; the password is too short",
     ],
 )
 def test_lookalikes_of_those_forms_are_left_alone(text):
