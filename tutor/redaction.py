@@ -45,11 +45,11 @@ PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
         ),
     ),
     # scheme://user:password@host -> the password only (which may hold a
-    # "/"; a port and a path are none: host:443/@scope/package, and a
-    # password never runs into a query: host:8000/users?email=a@b.org)
+    # "/"; a port and a path are none: host:443/@scope/package, and
+    # host:8000/users?email=a@b.org is a port, a path and a query)
     (
         "url_password",
-        re.compile(r"(?<=://)([^/\s:@]+):(?!\[\u200c?REDACTED:|\d{1,5}/)([^\s@?#]*[^/\s@?#])(?=@)"),
+        re.compile(r"(?<=://)([^/\s:@]{1,255}):(?!\[\u200c?REDACTED:|\d{1,5}/)([^\s@]{0,255}[^/\s@])(?=@)"),
     ),
     (
         "api_key",
@@ -81,18 +81,20 @@ PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
         # the value. "token" alone names a secret only when the value looks like
         # one: "Unexpected token: '<'" is an error message, not a credential.
         re.compile(
-            r"(?i)(?<![A-Za-z0-9_-])(?:api key|[A-Za-z0-9_-]*(?:password|passwd|passphrase|pwd|secret"
+            # Key characters around the word are bounded: unbounded, a run of
+            # "pwd" repeated was scanned to its end from every occurrence.
+            r"(?i)(?<![A-Za-z0-9_-])(?:api key|[A-Za-z0-9_-]{0,40}(?:password|passwd|passphrase|pwd|secret"
             r"|api[_-]?key|private[_-]?key"
-            r"|access[_-]?key)[A-Za-z0-9_-]*|密码|口令|密钥)[\"']?"
+            r"|access[_-]?key)[A-Za-z0-9_-]{0,40}|密码|口令|密钥)[\"']?"
             # whose it is: "the password for the db is ...", "password of alice: ..."
             r"(?:\s+(?:for|of|to)\s+(?:the\s+|my\s+|our\s+)?[\w.@-]{1,40})?"
             r"(?:\s*[:=：]\s*|\s+is\s+" + _NOT_A_VALUE + r"|\s*是\s*)(?![\"']?\[\u200c?REDACTED:)"
             r"(?P<value>\"[^\"\n]{1,200}\"|'[^'\n]{1,200}'|[^\s,;，；。]{1,200})"
-            # no separator at all ("password hunter2"): only a value with a
-            # digit in it, so "password hashing" and "password field" stay
-            r"|(?<![A-Za-z0-9])(?:password|passwd|passphrase|pwd)\s+(?![\"']?\[\u200c?REDACTED:)"
+            # no separator at all ("password hunter2", on one line): only a value
+            # with a digit in it, so "password hashing" and "password field" stay
+            r"|(?<![A-Za-z0-9])(?:password|passwd|passphrase|pwd)[ \t]+(?![\"']?\[\u200c?REDACTED:)"
             r"(?P<bare>(?=[^\s,;，；。]*\d)[^\s,;，；。]{6,200})"
-            r"|(?<![A-Za-z0-9_-])[A-Za-z0-9_-]*token[A-Za-z0-9_-]*[\"']?\s*[:=]\s*(?![\"']?\[\u200c?REDACTED:)"
+            r"|(?<![A-Za-z0-9_-])[A-Za-z0-9_-]{0,40}token[A-Za-z0-9_-]{0,40}[\"']?\s*[:=]\s*(?![\"']?\[\u200c?REDACTED:)"
             r"(?P<token>[\"']?[A-Za-z0-9._~+/\-]{8,}={0,2}[\"']?)(?![A-Za-z0-9])"
         ),
     ),
@@ -114,13 +116,14 @@ PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
             # compressed IPv6 (2001:db8::1, fe80::1ff:fe23, 2001:db8::), with a digit
             # (a::b is a C++ name) and two groups at least, checked by ipaddress.
             # Each group ends at a ":" or the address, so digits split into groups
-            # one way only (nested repeats backtracked exponentially). Brackets
-            # around it make a slice: a[::2], b[1::3].
-            + r"|(?<![0-9A-Za-z:\[])(?=[0-9A-Fa-f:]*\d)"
+            # one way only (nested repeats backtracked exponentially). A bracket
+            # after a name makes a slice (a[::2], b[1::3]); one after a space or
+            # "//" is an address (http://[2001:db8::1]:8080/).
+            + r"|(?<![0-9A-Za-z:])(?<![\w)\]]\[)(?=[0-9A-Fa-f:]*\d)"
             + r"(?:[0-9A-Fa-f]{1,4}(?::[0-9A-Fa-f]{1,4}){0,6}::"
             + r"(?:[0-9A-Fa-f]{1,4}(?::[0-9A-Fa-f]{1,4}){0,6})?"
             + r"|::[0-9A-Fa-f]{1,4}(?::[0-9A-Fa-f]{1,4}){1,6})"
-            + r"(?![0-9A-Za-z:\]])"
+            + r"(?![0-9A-Za-z:])"
         ),
     ),
     # Long opaque strings: 32+ hex digits, or 40+ base64 characters mixing

@@ -88,6 +88,9 @@ def test_ordinary_text_is_left_alone(text):
         ("the password for the db is Tr0ub4dor", "Tr0ub4dor", "password"),
         ("password of alice: s3cr3t-pass", "s3cr3t-pass", "password"),
         ("it listens on 2001:db8::", "2001:db8", "ip_address"),
+        ("curl http://[2001:db8::1]:8080/api", "2001:db8", "ip_address"),
+        ("host [fe80::1ff:fe23:4567:890a] up", "fe80::1ff", "ip_address"),
+        ("clone https://u:pa?ss@host.example/repo", "pa?ss", "url_password"),
         (
             "cookie eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0."
             "dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U",
@@ -118,6 +121,7 @@ def test_secrets_in_their_less_common_forms_are_redacted(text, secret, kind):
         "why does a[::2] skip and b[1::3] start at one, x[::10] at zero",
         "the api key is invalid, my passphrase is wrong and the password is required",
         "the secret is not in the repo; the password is too short",
+        "$ pwd\n/home/runner/work/proj-2024",
     ],
 )
 def test_lookalikes_of_those_forms_are_left_alone(text):
@@ -142,6 +146,10 @@ def test_a_url_with_a_port_and_an_email_in_its_query_keeps_its_path():
         pytest.param("password " * 900, id="password-words"),
         pytest.param("a." * 4000 + "@", id="email-local-part"),
         pytest.param("aA1" * 2600 + "!", id="base64-run"),
+        pytest.param("pwd" * 5400, id="key-word-repeated"),
+        pytest.param("secret" * 2700, id="secret-repeated"),
+        pytest.param("token" * 3200, id="token-repeated"),
+        pytest.param("://a:" * 3200, id="url-schemes"),
     ],
 )
 def test_a_message_built_to_make_the_patterns_backtrack_is_redacted_at_once(text):
