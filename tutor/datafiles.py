@@ -19,6 +19,7 @@ import yaml
 _READS_AS = {
     "tag:yaml.org,2002:int": "an integer",
     "tag:yaml.org,2002:float": "a number",
+    "tag:yaml.org,2002:bool": "true or false",
 }
 
 
@@ -30,11 +31,12 @@ class _FileLoader(yaml.SafeLoader):
     def construct_object(self, node, deep=False):
         try:
             return super().construct_object(node, deep=deep)
-        except (ValueError, OverflowError) as exc:
+        except (ValueError, OverflowError, KeyError, AttributeError, TypeError) as exc:
+            # e.g. "!!bool maybe" (a KeyError inside the loader), "!!timestamp soon"
             if node.tag == "tag:yaml.org,2002:timestamp":
                 problem = f"{_shown(node)} is not a date: {exc}"
             else:
-                problem = f"{_shown(node)} cannot be read as {_READS_AS.get(node.tag, node.tag)}: {exc}"
+                problem = f"{_shown(node)} cannot be read as {_READS_AS.get(node.tag, node.tag)} ({exc!r})"
             raise yaml.constructor.ConstructorError(
                 None, None, f"{problem} (quote it if it is text)", node.start_mark
             ) from None

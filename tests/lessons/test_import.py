@@ -98,8 +98,17 @@ def test_yaml_dates_are_read_as_dates(tmp_path, course):
         # Other scalars the safe loader builds and Python refuses.
         ("tags: [0b_]", "'0b_' cannot be read as an integer"),
         ("hit_count: " + "7" * 5000, "cannot be read as an integer"),
+        ("title: !!bool maybe", "'maybe' cannot be read as true or false"),
+        ("title: !!timestamp soon", "'soon' is not a date"),
     ],
-    ids=["month-13", "30-february", "binary-without-digits", "5000-digit-integer"],
+    ids=[
+        "month-13",
+        "30-february",
+        "binary-without-digits",
+        "5000-digit-integer",
+        "bool-tag",
+        "timestamp-tag",
+    ],
 )
 def test_an_unquoted_impossible_yaml_date_is_refused_with_its_line(tmp_path, course, row, problem):
     # PyYAML's safe loader builds a date from any scalar shaped like one, and
