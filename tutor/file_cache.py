@@ -6,18 +6,24 @@ Django's file cache writes each value to a new temporary file and renames it
 over the old one, and lists the directory to cull it, on every ``set``:
 about 0.4 ms here, on every throttled request. This one rewrites a key's file
 in place under an exclusive lock (readers take a shared one, so none reads a
-half-written value), uncompressed (a throttle's history is a list of
-timestamps: compressing a benchmark's thousand of them took 1 ms), and
-culls once in a while. A value that cannot be read counts as absent, which
-lets the request through -- what the throttle does when its cache is down
+half-written value) and culls once in a while.
+
+Values are JSON (a throttle's history is a list of timestamps), never
+pickles: nothing read from the directory can run code, whoever could write
+there. Reading never removes a file -- an expired or empty one reads as
+absent -- so a reader can never unlink a file a writer is about to fill;
+a writer that finds its file removed meanwhile (by ``delete`` or the cull)
+opens it again. A value that cannot be read counts as absent, which lets
+the request through: what the throttle does when its cache is down
 (``tutor.throttling``).
 """
 
 from __future__ import annotations
 
+import json
 import os
-import pickle
 import random
+import time
 
 from django.core.cache.backends.base import DEFAULT_TIMEOUT
 from django.core.cache.backends.filebased import FileBasedCache
@@ -26,58 +32,62 @@ from django.core.files import locks
 # One write in this many culls the directory (counts its files, and past
 # MAX_ENTRIES removes a share of them).
 CULL_ONE_IN = 200
+_ABSENT = object()
 
 
 class LockedFileCache(FileBasedCache):
+    def _read(self, f):
+        """The value of an open, locked file, or ``_ABSENT`` (expired, empty, unreadable)."""
+        try:
+            expiry, value = json.loads(f.read())
+        except (ValueError, TypeError, UnicodeDecodeError):
+            return _ABSENT
+        if expiry is not None and (not isinstance(expiry, (int, float)) or expiry < time.time()):
+            return _ABSENT
+        return value
+
+    def _write(self, f, timeout, value) -> None:
+        f.seek(0)
+        f.write(json.dumps([self.get_backend_timeout(timeout), value]).encode())
+        f.truncate()
+
     def get(self, key, default=None, version=None):
         try:
             with open(self._key_to_file(key, version), "rb") as f:
                 locks.lock(f, locks.LOCK_SH)
-                if not self._is_expired(f):
-                    # Written by this app alone: the directory is 0700, its files 0600.
-                    return pickle.load(f)  # noqa: S301
+                value = self._read(f)
         except FileNotFoundError:
-            pass
-        except (EOFError, pickle.UnpicklingError, ValueError, TypeError, AttributeError):
-            pass  # written by something else: absent
-        return default
-
-    def _write_content(self, file, timeout, value):
-        pickle.dump(self.get_backend_timeout(timeout), file, self.pickle_protocol)
-        pickle.dump(value, file, self.pickle_protocol)
-
-    def touch(self, key, timeout=DEFAULT_TIMEOUT, version=None):
-        try:
-            with open(self._key_to_file(key, version), "r+b") as f:
-                locks.lock(f, locks.LOCK_EX)
-                if self._is_expired(f):
-                    return False
-                value = pickle.load(f)  # noqa: S301 -- as in get()
-                f.seek(0)
-                self._write_content(f, timeout, value)
-                f.truncate()
-                return True
-        except FileNotFoundError:
-            return False
+            return default
+        return default if value is _ABSENT else value
 
     def has_key(self, key, version=None):
-        try:
-            with open(self._key_to_file(key, version), "rb") as f:
-                locks.lock(f, locks.LOCK_SH)
-                return not self._is_expired(f)
-        except FileNotFoundError:
-            return False
+        return self.get(key, _ABSENT, version) is not _ABSENT
 
     def set(self, key, value, timeout=DEFAULT_TIMEOUT, version=None):
         if random.randrange(CULL_ONE_IN) == 0:  # noqa: S311 -- not a secret
             self._cull()
         fname = self._key_to_file(key, version)
+        for _ in range(3):
+            try:
+                fd = os.open(fname, os.O_RDWR | os.O_CREAT, 0o600)
+            except FileNotFoundError:  # the directory was removed meanwhile
+                self._createdir()
+                fd = os.open(fname, os.O_RDWR | os.O_CREAT, 0o600)
+            with open(fd, "r+b") as f:
+                locks.lock(f, locks.LOCK_EX)
+                if os.fstat(f.fileno()).st_nlink == 0:
+                    continue  # removed while this waited for the lock: write the file that is there now
+                self._write(f, timeout, value)
+                return
+
+    def touch(self, key, timeout=DEFAULT_TIMEOUT, version=None):
         try:
-            fd = os.open(fname, os.O_RDWR | os.O_CREAT, 0o600)
-        except FileNotFoundError:  # the directory was removed meanwhile
-            self._createdir()
-            fd = os.open(fname, os.O_RDWR | os.O_CREAT, 0o600)
-        with open(fd, "r+b") as f:
-            locks.lock(f, locks.LOCK_EX)
-            self._write_content(f, timeout, value)
-            f.truncate()
+            with open(self._key_to_file(key, version), "r+b") as f:
+                locks.lock(f, locks.LOCK_EX)
+                value = self._read(f)
+                if value is _ABSENT:
+                    return False
+                self._write(f, timeout, value)
+                return True
+        except FileNotFoundError:
+            return False

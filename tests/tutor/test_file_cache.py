@@ -38,6 +38,56 @@ def test_a_file_that_is_no_value_reads_as_absent(cache):
     assert cache.get("k") == "again"
 
 
+def test_a_pickle_in_the_directory_is_never_unpickled(cache):
+    """Values are JSON: a file someone else put there cannot run code."""
+    import pickle
+
+    cache.set("k", "v", 60)
+    with open(cache._key_to_file("k"), "wb") as f:
+        pickle.dump((None, "planted"), f)
+
+    assert cache.get("k", "absent") == "absent" and not cache.has_key("k")
+
+
+def test_a_first_write_is_not_lost_to_a_reader_of_the_empty_file(cache):
+    """Found by an outside review: a reader that locked the new, still empty
+    file first took it for expired and removed it, and the value went into
+    the removed file (1,291 of 3,000 first writes were lost)."""
+    lost = 0
+    for n in range(300):
+        key, stop = f"throttle_user_{n}", threading.Event()
+
+        def read(key=key, stop=stop):
+            while not stop.is_set():
+                cache.get(key)
+
+        reader = threading.Thread(target=read)
+        reader.start()
+        cache.set(key, [1.0], 60)
+        stop.set()
+        reader.join()
+        lost += cache.get(key) is None
+
+    assert lost == 0
+
+
+def test_a_write_waiting_for_the_lock_outlives_a_delete(cache):
+    cache.set("k", [1.0], 60)
+    path = cache._key_to_file("k")
+    with open(path, "rb") as held:
+        from django.core.files import locks
+
+        locks.lock(held, locks.LOCK_SH)
+        writer = threading.Thread(target=cache.set, args=("k", [2.0], 60))
+        writer.start()
+        writer.join(timeout=0.2)  # waiting for the lock
+        cache.delete("k")
+        locks.unlock(held)
+    writer.join()
+
+    assert cache.get("k") == [2.0]
+
+
 def test_a_removed_directory_is_made_again(cache, tmp_path):
     cache.clear()
     (tmp_path / "cache").rmdir()
