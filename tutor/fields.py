@@ -25,6 +25,7 @@ _STATELESS = (
     serializers.JSONField,
     serializers.UUIDField,
 )
+_UNSET = object()
 _shared: dict[type, object] = {}
 
 
@@ -33,23 +34,44 @@ _shared: dict[type, object] = {}
 # DRF deep-copies a serializer's declared fields for every instance, so that
 # binding one never touches another's; each copy runs the field's
 # ``__init__`` again (its validators and all): about half of what
-# validating the context preview's query costs. A serializer made only of
-# plain fields -- which read and validate their value and keep nothing of
-# the instance -- shares the first instance's bound set instead; a subclass
-# that adds any other field (a nested serializer, a method field, a hidden
-# default) gets DRF's own copies, as if it did not derive from this one.
-# What is validated and written is DRF's own code either way.
+# validating the context preview's query costs. A top-level, non-partial
+# instance of a serializer made only of plain fields -- which read and
+# validate their value and keep nothing of the instance, with no default or
+# validator that asks for the context (the request's user, a uniqueness
+# check) -- uses one set bound to an empty instance of its class, made once:
+# no request's data, instance or context is ever reachable from it. Any
+# other serializer, and any nested or partial instance, gets DRF's own
+# copies. What is validated and written is DRF's own code either way.
 # (A comment, not a docstring: the OpenAPI document would give it to every subclass.)
 class SharedFieldsSerializer(serializers.Serializer):
     @property
     def fields(self):
-        cls = type(self)
-        # A field asks its root whether the validation is partial: a partial
-        # instance neither takes nor gives the shared set.
-        fields = None if self.partial else _shared.get(cls)
-        if fields is None:
-            fields = self.__dict__.get("_own_fields") or super().fields
-            self.__dict__["_own_fields"] = fields
-            if not self.partial and all(isinstance(field, _STATELESS) for field in fields.values()):
-                _shared[cls] = fields
-        return fields
+        own = self.__dict__.get("_own_fields")
+        if own is not None:
+            return own
+        if self.parent is None and not self.partial:
+            shared = _shared.get(type(self), _UNSET)
+            if shared is _UNSET:
+                shared = _shared[type(self)] = _shareable(type(self))
+            if shared is not None:
+                return shared
+        own = super().fields
+        self.__dict__["_own_fields"] = own
+        return own
+
+
+def _needs_context(thing) -> bool:
+    return bool(getattr(thing, "requires_context", False))
+
+
+def _shareable(cls):
+    """The fields of an empty instance of ``cls``, or None when one of them
+    may not be shared."""
+    empty = cls()
+    fields = super(SharedFieldsSerializer, empty).fields
+    for field in fields.values():
+        if not isinstance(field, _STATELESS) or _needs_context(field.default):
+            return None
+        if any(_needs_context(validator) for validator in field.validators):
+            return None
+    return fields
