@@ -57,13 +57,23 @@ def outside_launchers(registration: Registration, bound: set[str]) -> list[str]:
     none while nothing is bound."""
     if not bound:
         return []
-    launches = AuditEvent.objects.filter(
-        event=AuditEvent.Event.LTI_LAUNCHED, course_id=registration.course_id, actor_id__isnull=False
-    ).values_list("actor_id", "extra")
+    # This registration's launches: its issuer and one of its deployments (two
+    # registrations of one platform for one course keep apart), each person's
+    # contexts once.
+    launches = (
+        AuditEvent.objects.filter(
+            event=AuditEvent.Event.LTI_LAUNCHED,
+            course_id=registration.course_id,
+            actor_id__isnull=False,
+            extra__issuer=registration.issuer,
+            extra__deployment_id__in=list(registration.deployments.values_list("deployment_id", flat=True)),
+        )
+        .values_list("actor_id", "extra__context_id")
+        .distinct()
+    )
     contexts: dict[int, set[str]] = {}
-    for actor_id, extra in launches.iterator():
-        if isinstance(extra, dict) and extra.get("issuer") == registration.issuer:
-            contexts.setdefault(actor_id, set()).add(str(extra.get("context_id") or ""))
+    for actor_id, context_id in launches:
+        contexts.setdefault(actor_id, set()).add(str(context_id or ""))
     outside = [actor_id for actor_id, seen in contexts.items() if not seen & bound]
     return sorted(
         Enrollment.objects.filter(course_id=registration.course_id, user_id__in=outside).values_list(
