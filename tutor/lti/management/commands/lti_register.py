@@ -93,7 +93,7 @@ class Command(DomainCommand):
             self.stderr.write(
                 f"no LMS course is bound: a launch through these deployments from any LMS course "
                 f"enrols into {target.slug} (instructors as its staff). Name the LMS course with "
-                "--context-id, or bind its context in admin (LTI contexts) after a first launch"
+                "--context-id, or bind its context in admin (LMS integration › Contexts) after a first launch"
             )
         base = (settings.LTI_TOOL_URL or "https://<this host>").rstrip("/")
         self.stderr.write("configure the LMS with:")
