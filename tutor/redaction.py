@@ -24,6 +24,8 @@ _NOT_ALNUM_AFTER = r"(?![A-Za-z0-9])"
 # base64 lines inside it, a URL's password before the e-mail-like user@host.
 # Where a marker stands as a secret's value it is left alone: one of ours,
 # or one a student typed (``unmarked``: U+200C after its bracket).
+_IPV4 = r"(?:(?:25[0-5]|2[0-4]\d|[01]?\d?\d)\.){3}(?:25[0-5]|2[0-4]\d|[01]?\d?\d)(?![\d.]*\d)"
+
 # After "is", words that say something of the secret rather than give it:
 # "the api key is invalid", "my passphrase is wrong" (a student asking about
 # an error, not pasting a credential).
@@ -49,7 +51,8 @@ PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     # host:8000/users?email=a@b.org is a port, a path and a query)
     (
         "url_password",
-        re.compile(r"(?<=://)([^/\s:@]{1,255}):(?!\[\u200c?REDACTED:|\d{1,5}/)([^\s@]{0,255}[^/\s@])(?=@)"),
+        # the user may be empty: redis://:password@host
+        re.compile(r"(?<=://)([^/\s:@]{0,255}):(?!\[\u200c?REDACTED:|\d{1,5}/)([^\s@]{0,255}[^/\s@])(?=@)"),
     ),
     (
         "api_key",
@@ -88,7 +91,9 @@ PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
             r"|access[_-]?key)[A-Za-z0-9_-]{0,40}|密码|口令|密钥)[\"']?"
             # whose it is: "the password for the db is ...", "password of alice: ..."
             r"(?:\s+(?:for|of|to)\s+(?:the\s+|my\s+|our\s+)?[\w.@-]{1,40})?"
-            r"(?:\s*[:=：]\s*|\s+is\s+" + _NOT_A_VALUE + r"|\s*是\s*)(?![\"']?\[\u200c?REDACTED:)"
+            # "=", ":", "=>" (PHP, Perl), "==", ":=", "is", "is:"
+            r"(?:\s*(?:=>|==|:=|[:=：])\s*|\s+is\s*[:=]\s*|\s+is\s+" + _NOT_A_VALUE + r"|\s*是\s*)"
+            r"(?![\"']?\[\u200c?REDACTED:)"
             r"(?P<value>\"[^\"\n]{1,200}\"|'[^'\n]{1,200}'|[^\s,;，；。]{1,200})"
             # no separator at all ("password hunter2", on one line): only a value
             # with a digit in it, so "password hashing" and "password field" stay
@@ -110,8 +115,14 @@ PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     (
         "ip_address",
         re.compile(
-            _NOT_ALNUM_BEFORE
-            + r"(?<![\d.])(?:(?:25[0-5]|2[0-4]\d|[01]?\d?\d)\.){3}(?:25[0-5]|2[0-4]\d|[01]?\d?\d)(?![\d.]*\d)"
+            # an IPv4 address mapped into IPv6 (::ffff:192.168.1.1) whole, before
+            # the IPv6 rule would take "::ffff:192" alone
+            r"(?i:(?<![0-9A-Za-z:])::ffff:(?:0{1,4}:)?)"
+            + _IPV4
+            + r"|"
+            + _NOT_ALNUM_BEFORE
+            + r"(?<![\d.])"
+            + _IPV4
             + r"|(?<![0-9A-Fa-f:])(?:[0-9A-Fa-f]{1,4}:){7}[0-9A-Fa-f]{1,4}(?![0-9A-Fa-f:])"
             # compressed IPv6 (2001:db8::1, fe80::1ff:fe23, 2001:db8::), with a digit
             # (a::b is a C++ name) and two groups at least, checked by ipaddress.

@@ -91,6 +91,13 @@ def test_ordinary_text_is_left_alone(text):
         ("curl http://[2001:db8::1]:8080/api", "2001:db8", "ip_address"),
         ("host [fe80::1ff:fe23:4567:890a] up", "fe80::1ff", "ip_address"),
         ("clone https://u:pa?ss@host.example/repo", "pa?ss", "url_password"),
+        # Found by an outside test: these went through, or their operator was taken for the value.
+        ("config: redis://:SuperSecretPw1@redis:6379/0", "SuperSecretPw1", "url_password"),
+        ("$db = ['password' => 'hunter22'];", "hunter22", "password"),
+        ("if password == s3cret-x then", "s3cret-x", "password"),
+        ("password := s3cret-y", "s3cret-y", "password"),
+        ("and password is: hunter33", "hunter33", "password"),
+        ("also ::ffff:192.168.77.12 here", "168.77", "ip_address"),
         (
             "cookie eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0."
             "dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U",
