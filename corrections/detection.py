@@ -38,6 +38,7 @@ from corrections.text import (
 )
 from corrections.vocabulary import (
     CORRECTION_TRIGGERS,
+    DIRECTIVE_PHRASES,
     NEGATIVE_TRIGGERS,
     PREFERENCE_TRIGGERS,
     PROCESS_TRIGGERS,
@@ -162,6 +163,9 @@ def detect(text: str, *, assistant: str | None = None) -> Detection | None:
         return _whole_message(doc, spans, PREFERENCE, PREFERENCE_CONFIDENCE, preference)
     correction = find_phrases(doc, CORRECTION_TRIGGERS, spans)
     if correction:
+        directive = find_phrases(doc, DIRECTIVE_PHRASES, spans)
+        if directive:  # an instruction to the tutor is no fact (vocabulary.DIRECTIVE_PHRASES)
+            return _whole_message(doc, spans, PROCESS, PROCESS_CONFIDENCE, directive)
         return _factual(doc, spans, correction, reference)
     implicit = _implicit(doc, spans, reference)
     if implicit is not None:

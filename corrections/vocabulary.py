@@ -54,6 +54,41 @@ PROCESS_TRIGGERS = (
     "then do",
     "the process should",
 )
+# Not the seed's: words that address the tutor with an instruction. A
+# "factual" correction holding one ("Actually, … and the tutor must always
+# paste the file") is how the work should be done, not a fact of the subject:
+# it is a process correction, which reaches other students only once staff
+# accept it (``corrections.detection.detect``; SPEC §5's process row).
+DIRECTIVE_PHRASES = (
+    "you must",
+    "you should",
+    "you have to",
+    "you need to",
+    "you always",
+    "you never",
+    "the tutor must",
+    "the tutor should",
+    "the tutor has to",
+    "the tutor needs to",
+    "the tutor will",
+    "tutors must",
+    "tutors should",
+    "ignore all",
+    "ignore the",
+    "ignore previous",
+    "ignore your",
+    "from now on",
+    "你必须",
+    "你应该",
+    "你需要",
+    "导师必须",
+    "导师应该",
+    "助教必须",
+    "忽略之前",
+    "忽略以上",
+    "忽略所有",
+    "从现在开始",
+)
 # Seed 002 §3.1, negativePatterns: "that answer is wrong" with nothing in its place.
 NEGATIVE_TRIGGERS = ("不对", "错了", "这不行", "不好", "wrong")
 # Seed 002 §3.1, calculateConfidence: a cited source ("根据", "据") raises a
