@@ -8,7 +8,7 @@ about 0.4 ms here, on every throttled request. This one rewrites a key's file
 in place under an exclusive lock (readers take a shared one, so none reads a
 half-written value) and culls once in a while.
 
-Values are JSON (a throttle's history is a list of timestamps), never
+Values are JSON (a throttle's counter is an integer), never
 pickles: nothing read from the directory can run code, whoever could write
 there. Reading never removes a file -- an expired or empty one reads as
 absent -- so a reader can never unlink a file a writer is about to fill;
@@ -63,7 +63,9 @@ class LockedFileCache(FileBasedCache):
     def has_key(self, key, version=None):
         return self.get(key, _ABSENT, version) is not _ABSENT
 
-    def set(self, key, value, timeout=DEFAULT_TIMEOUT, version=None):
+    def _locked_for_writing(self, key, version):
+        """The key's file, open and exclusively locked (created if absent):
+        a file removed while this waited for the lock is opened again."""
         if random.randrange(CULL_ONE_IN) == 0:  # noqa: S311 -- not a secret
             self._cull()
         fname = self._key_to_file(key, version)
@@ -73,12 +75,36 @@ class LockedFileCache(FileBasedCache):
             except FileNotFoundError:  # the directory was removed meanwhile
                 self._createdir()
                 fd = os.open(fname, os.O_RDWR | os.O_CREAT, 0o600)
-            with open(fd, "r+b") as f:
-                locks.lock(f, locks.LOCK_EX)
-                if os.fstat(f.fileno()).st_nlink == 0:
-                    continue  # removed while this waited for the lock: write the file that is there now
-                self._write(f, timeout, value)
-                return
+            f = open(fd, "r+b")  # noqa: SIM115 -- returned open, closed by the caller
+            locks.lock(f, locks.LOCK_EX)
+            if os.fstat(f.fileno()).st_nlink == 0:
+                f.close()  # removed while this waited for the lock: lock the file that is there now
+                continue
+            return f
+        raise OSError(f"the cache file of {key!r} kept being removed")
+
+    def set(self, key, value, timeout=DEFAULT_TIMEOUT, version=None):
+        with self._locked_for_writing(key, version) as f:
+            self._write(f, timeout, value)
+
+    def window_hit(self, key, seconds: int, version=None) -> tuple[int, float]:
+        """One more request in ``key``'s window, read and written under one
+        lock (``tutor.throttling.window_hit``): the window's count and end.
+        An absent, expired or unreadable counter opens a window of ``seconds``."""
+        with self._locked_for_writing(key, version) as f:
+            try:
+                end, count = json.loads(f.read())
+            except (ValueError, TypeError, UnicodeDecodeError):
+                end = count = None
+            now = time.time()
+            valid = isinstance(end, (int, float)) and isinstance(count, int) and not isinstance(count, bool)
+            if not valid or end < now:
+                end, count = now + seconds, 0
+            count += 1
+            f.seek(0)
+            f.write(json.dumps([end, count]).encode())
+            f.truncate()
+            return count, end
 
     def touch(self, key, timeout=DEFAULT_TIMEOUT, version=None):
         try:

@@ -254,7 +254,7 @@ CELERY_BEAT_SCHEDULE = {
 if REDIS_URL:
     CACHES = {
         "default": {
-            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "BACKEND": "tutor.redis_cache.CountingRedisCache",
             "LOCATION": REDIS_URL,
             "OPTIONS": {"socket_connect_timeout": 1, "socket_timeout": 1},
         }

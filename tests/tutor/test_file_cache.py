@@ -139,3 +139,50 @@ def test_touch_gives_a_value_a_new_lifetime(cache):
 
     assert cache.touch("k", 0) is True
     assert cache.get("k") is None
+
+
+# --- the throttle's counter (tutor.throttling.window_hit) --------------------------------------
+
+
+def test_a_window_counts_under_one_lock_and_ends_at_its_expiry(cache, monkeypatch):
+    clock = [1_000.0]
+    monkeypatch.setattr("time.time", lambda: clock[0])
+    assert [cache.window_hit("w", 60) for _ in range(3)] == [(1, 1_060.0), (2, 1_060.0), (3, 1_060.0)]
+    assert cache.get("w") == 3  # the count is an ordinary value of the cache
+    clock[0] = 1_060.5
+    assert cache.window_hit("w", 60) == (1, 1_120.5)  # the next window opens with the next request
+
+
+@pytest.mark.parametrize("planted", [b"", b"\x80garbage", b'[1e300, "many"]', b"[null, true]", b"{}"])
+def test_a_counter_file_that_holds_no_count_opens_a_window(cache, planted):
+    cache.window_hit("w", 60)
+    with open(cache._key_to_file("w"), "wb") as f:
+        f.write(planted)
+
+    assert cache.window_hit("w", 60)[0] == 1
+
+
+COUNTING_PROCESS = """
+import sys
+from tutor.file_cache import LockedFileCache
+cache = LockedFileCache(sys.argv[1], {})
+for _ in range(int(sys.argv[2])):
+    cache.window_hit("shared", 600)
+"""
+
+
+def test_web_processes_counting_at_once_lose_no_count(cache, tmp_path):
+    """gunicorn's workers are processes: each takes the file's lock for its step."""
+    import subprocess
+    import sys
+
+    from django.conf import settings
+
+    directory = str(tmp_path / "cache")
+    runs = [
+        subprocess.Popen([sys.executable, "-c", COUNTING_PROCESS, directory, "150"], cwd=settings.BASE_DIR)
+        for _ in range(4)
+    ]
+    assert [run.wait(timeout=120) for run in runs] == [0, 0, 0, 0]
+
+    assert cache.get("shared") == 600

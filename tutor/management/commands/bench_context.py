@@ -38,7 +38,7 @@ from rest_framework.authtoken.models import Token
 
 from feedback.models import Submission
 from lessons.models import RecallTrace
-from tutor.bench.drivers import PROJECT_DIR, HttpDriver, InProcessDriver, bench_host, gunicorn_server
+from tutor.bench.drivers import PROJECT_DIR, Failed, HttpDriver, InProcessDriver, bench_host, gunicorn_server
 from tutor.bench.ingest import (
     INGEST_CLIENTS,
     child_environment,
@@ -279,20 +279,21 @@ class Command(DomainCommand):
         )
         sender = self.message_sender(bench)
         context_query = {"task": str(task.pk), "message": CONTEXT_MESSAGE}
-        queries = self.count_queries(token.key, sender, context_query, verbosity)
-        body = InProcessDriver(token.key).get("/api/tutor/context/", context_query)[2]
-        context = json.loads(body)
-        history_meta = context["meta"]["sections"]["history"]
-        self.write(
-            f"Context: feedback state {context['feedback']['state']}, {len(context['feedback']['items'])} "
-            f"items; {history_meta['messages']} history messages ({history_meta['omitted']} omitted); "
-            f"system message {context['meta']['system_chars']} chars; {len(context['meta']['fact_ids'])} "
-            f"facts, {len(context['lessons']['recalled'])} lessons recalled."
-        )
         try:
             with override_settings(
                 REST_FRAMEWORK={**settings.REST_FRAMEWORK, "DEFAULT_THROTTLE_RATES": UNTHROTTLED}
             ):
+                queries = self.count_queries(token.key, sender, context_query, verbosity)
+                body = InProcessDriver(token.key).get("/api/tutor/context/", context_query)[2]
+                context = json.loads(body)
+                history_meta = context["meta"]["sections"]["history"]
+                self.write(
+                    f"Context: feedback state {context['feedback']['state']}, "
+                    f"{len(context['feedback']['items'])} items; {history_meta['messages']} history messages "
+                    f"({history_meta['omitted']} omitted); system message {context['meta']['system_chars']} "
+                    f"chars; {len(context['meta']['fact_ids'])} facts, {len(context['lessons']['recalled'])} "
+                    "lessons recalled."
+                )
                 self.write("In-process:")
                 figures = self.rounds(InProcessDriver, token.key, sender, context_query, requests, warmup)
                 self.report("", figures, queries, requests)
@@ -362,15 +363,17 @@ class Command(DomainCommand):
         """The SQL statements of one request of each kind, on this connection."""
         driver, writer = InProcessDriver(token), InProcessDriver(sender.token)
         calls = {
-            "context": lambda: driver.get("/api/tutor/context/", context_query),
-            "trivial": lambda: driver.get("/api/courses/"),
-            "message": lambda: writer.post(sender.url, {"content": CONTEXT_MESSAGE}),
+            "context": (lambda: driver.get("/api/tutor/context/", context_query), 200),
+            "trivial": (lambda: driver.get("/api/courses/"), 200),
+            "message": (lambda: writer.post(sender.url, {"content": CONTEXT_MESSAGE}), 201),
         }
         counts = {}
-        for name, call in calls.items():
+        for name, (call, expected) in calls.items():
             call()  # warm the caches of the first request
             with CaptureQueriesContext(connection) as captured:
-                call()
+                _, status, body = call()
+            if status != expected:
+                raise Failed(f"{name} answered {status} (expected {expected}): {body[:300]!r}")
             counts[name] = len(captured)
             if verbosity >= 2:
                 for query in captured.captured_queries:
