@@ -12,18 +12,22 @@ from tutor.signals import user_message_handled
 def keep_detection_pending(sender, instance, created, raw, **kwargs) -> None:
     """SPEC §5: a stored user message's detection goes in the outbox in the
     transaction that stores the message, so no crash between the commit and
-    the worker loses it (``corrections.services.dispatch``)."""
-    from corrections.services.dispatch import detection_pending
+    the worker loses it -- when the message can be a correction at all
+    (``corrections.services.dispatch.detection_needed``)."""
+    from corrections.services.dispatch import detection_needed, detection_pending
 
-    if created and not raw and instance.role == TutorMessage.Role.USER:
+    if created and not raw and instance.role == TutorMessage.Role.USER and detection_needed(instance):
         detection_pending(message=instance)
 
 
 def enqueue_detection(sender, message, session, reply, **kwargs) -> None:
-    """SPEC §4: detection of every stored user message is enqueued on commit,
-    after the tutor's reply or its 503 -- never before the model call."""
-    from corrections.services.dispatch import detection_dispatch
+    """SPEC §4: detection of every stored user message that can be a
+    correction is enqueued on commit, after the tutor's reply or its 503 --
+    never before the model call."""
+    from corrections.services.dispatch import detection_dispatch, detection_needed
 
+    if not detection_needed(message):
+        return
     message_id, correlation_id = str(message.pk), message.correlation_id or ""
     # Until the task has run, the message stays in the outbox for the sweep.
     transaction.on_commit(

@@ -1,7 +1,13 @@
 """Publishing detection tasks through an outbox (SPEC §5: detection runs on
 every user message).
 
-Every stored user message gets a ``PendingDetection`` row in the
+Detection's first rule is taken as a user message is stored: whether it can
+be a correction at all (``corrections.detection.is_candidate``: a trigger
+word, or a number outside a question). It reads nothing, and the worker
+would take it first and stop there for anything else -- the optional LLM
+classifier only refines what the rules found -- so a message that is no
+candidate needs no outbox row, no task and no worker (SPEC §10: a tutor
+turn's statements). Every candidate gets a ``PendingDetection`` row in the
 transaction that stores it (``corrections.receivers``), and its detection is
 published after the commit. The detection task deletes the row once it has
 run. So a detection is never lost between the commit and the worker: when
@@ -50,6 +56,24 @@ def _visibility() -> timedelta:
 
 # Written with every user message (SPEC §10).
 OUTBOX_ROW = PreparedInsert(PendingDetection)
+
+
+# The answer of ``detection_needed``, kept on the message instance between
+# its post_save (the outbox row) and its on-commit hook (the publish).
+_NEEDED_ATTRIBUTE = "_correction_candidate"
+
+
+def detection_needed(message) -> bool:
+    """Whether a stored user message goes to detection: its text can be a
+    correction (the rules' first step, ``is_candidate``; module docstring).
+    Computed once per message instance."""
+    needed = getattr(message, _NEEDED_ATTRIBUTE, None)
+    if needed is None:
+        from corrections.detection import is_candidate
+
+        needed = is_candidate(message.content or "")
+        setattr(message, _NEEDED_ATTRIBUTE, needed)
+    return needed
 
 
 def detection_pending(*, message, now: datetime | None = None) -> None:

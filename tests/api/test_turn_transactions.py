@@ -33,7 +33,9 @@ def test_an_offline_turn_with_recalled_lessons_commits_two_transactions(
     send(student_client, session_id, "a first one")  # this process's snapshots
 
     with CaptureQueriesContext(connection) as captured:
-        response = send(student_client, session_id)
+        response = send(
+            student_client, session_id, "No, it is 3 items, not 2."
+        )  # a correction: an outbox row
 
     assert response.status_code == 201, response.content
     statements = [query["sql"] for query in captured.captured_queries]

@@ -11,7 +11,12 @@ from corrections.bench import bulk_facts, bulk_memories
 from corrections.models import CorrectionCase, Fact, MemoryItem, ProcessRule
 from corrections.services.cases import case_dispute
 from tests.corrections.conftest import RAINFALL_500, RAINFALL_630, RAINFALL_QUESTION
-from tests.tutor.test_context import DETECTION_QUERIES, query_budget, warm_send_snapshots
+from tests.tutor.test_context import (
+    DETECTION_QUERIES,
+    OUTBOX_ROW_QUERIES,
+    query_budget,
+    warm_send_snapshots,
+)
 
 RAINFALL = ["北京", "年均", "降雨量"]
 # Every test twice: the course's rows read inside the test's transaction, and
@@ -205,7 +210,7 @@ def conflict_post_queries(snapshot_path: str) -> int:
     the test's transaction the seeded memory's version is still pending, and
     the detection's change is published with it."""
     published = 1 if snapshot_path == "committed" else 0
-    turn = query_budget("message", snapshot_path, changed=SEEDED) - DETECTION_QUERIES
+    turn = query_budget("message", snapshot_path, changed=SEEDED) - DETECTION_QUERIES + OUTBOX_ROW_QUERIES
     return turn + CONFLICT_DETECTION_QUERIES + published
 
 

@@ -1,7 +1,9 @@
 """The detection outbox (SPEC §5: detection runs on every stored user message).
 
-Every stored user message has a ``PendingDetection`` row, written in its
-transaction, until its detection task has run. A web process that dies
+Every stored user message that can be a correction has a
+``PendingDetection`` row, written in its transaction, until its detection
+task has run; one that cannot (no trigger word, no number outside a
+question) has none, and no task. A web process that dies
 before publishing, a broker that refuses the task or loses it: the sweep
 publishes the detection again when its row is due, and the task, safe to run
 twice, records the correction once.
@@ -123,8 +125,10 @@ def test_only_user_messages_enter_the_outbox_and_a_failing_task_keeps_its_row(
 
     broker.up()
     chat = chat_for(student)
-    chat.send("what now?", reply="Read the task again.")
+    chat.send("Is it 630 mm?", reply="Read the task again.")  # a number, but in a question
+    chat.send("不对，是 600mm", reply="Read the task again.")
     assert not PendingDetection.objects.exists()  # detected, row gone; the reply never had one
+    assert len(broker.published) == 1  # the correction's; a message that can be none has no task
 
     def broken(**kwargs):
         raise RuntimeError("detection bug")
@@ -142,11 +146,36 @@ def test_only_user_messages_enter_the_outbox_and_a_failing_task_keeps_its_row(
         for n in range(1, 4):
             detections_sweep(now=later(n * (visibility + 1)))
     assert PendingDetection.objects.get().sends == 2
-    assert len(broker.published) == 2 + 2  # the two turns' own publishes, two sweeps
+    assert len(broker.published) == 2 + 2  # the two corrections' own publishes, two sweeps
     assert [r.getMessage() for r in caplog.records if "for the last time" in r.getMessage()] == [
         f"detection of message {kept.message_id} sent for the last time (2 sends); if it does not "
         "complete, it waits for an operator (admin: Pending detections)"
     ]
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    "content", ["what now?", "My CI still fails on the empty-array test. Why?", "Is it 630 mm?"]
+)
+def test_a_message_that_can_be_no_correction_has_no_outbox_row_and_no_task(
+    student, task, broker, content, django_capture_on_commit_callbacks
+):
+    """Detection's first rule is taken as the message is stored: without a
+    trigger word or a number outside a question nothing can be detected, so
+    the turn writes no outbox row and publishes nothing."""
+    from tests.factories import client_for
+
+    broker.up()
+    client = client_for(student)
+    session = client.post("/api/tutor/sessions/", {"task": task.pk}, format="json").json()["id"]
+    with django_capture_on_commit_callbacks(execute=True):
+        response = client.post(
+            f"/api/tutor/sessions/{session}/messages/", {"content": content}, format="json"
+        )
+
+    assert response.status_code == 201
+    assert TutorMessage.objects.filter(content=content, role="user").exists()
+    assert not PendingDetection.objects.exists() and broker.published == []
 
 
 @pytest.mark.django_db

@@ -696,8 +696,9 @@ def seed_volume(student, task, session_id, n: int) -> None:
 #   versions of the request's snapshots (1: tutor.snapshots);
 #   claim the session and store the user message, one transaction: savepoint,
 #   UPDATE ... WHERE reply pending is null SET the count + 1 RETURNING it (the
-#   message's position), INSERT, its detection's outbox row (the corrections
-#   app's post_save), release (5);
+#   message's position), INSERT, release (4); a message that can be a
+#   correction also has its detection's outbox row (the corrections app's
+#   post_save);
 #   earlier messages (1); feedback selection, one statement (1);
 #   lessons recall with the scope's stage counts and trace lines, from the
 #   scope's snapshots (0; when lessons are recalled, the recalled lessons as
@@ -709,11 +710,14 @@ def seed_volume(student, task, session_id, n: int) -> None:
 #   recall trace (no lesson recalled: INSERT), release, release (7);
 #   the corrections app's providers from the snapshots (0);
 #   then correction detection, run after commit in-process (eager Celery, the
-#   embedded default): DETECTION_QUERIES.
-# Detection of "what now?": one read of the message's text -- no correction --
-# and the DELETE of its outbox row once it has run (2).
-DETECTION_QUERIES = 2
-MESSAGE_POST_QUERIES = 17 + DETECTION_QUERIES
+#   embedded default), for a message that can be a correction:
+#   DETECTION_QUERIES.
+# "what now?" can be no correction (no trigger word, no number): no outbox
+# row, no detection (0).
+DETECTION_QUERIES = 0
+MESSAGE_POST_QUERIES = 16 + DETECTION_QUERIES
+# A message that can be a correction: its outbox row, in the claim's transaction.
+OUTBOX_ROW_QUERIES = 1
 # GET /api/tutor/context/:
 #   token auth (1); the task within the caller's enrolment with the open
 #   session's id and the versions of the course's lessons and facts snapshots

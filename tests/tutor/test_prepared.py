@@ -528,9 +528,9 @@ def test_the_tutor_turn_inserts_match_the_orm(task, student, monkeypatch):
     session, _ = session_open(student=student, task=task)
     message = assert_insert_matches_orm(
         MESSAGE, monkeypatch, id=uuid.uuid4(), session=session, position=1, role=TutorMessage.Role.USER,
-        content="ünïcode \u2028 and a 'quote'", correlation_id="c1", context_meta={"a": [1, "x"], "b": None},
+        content="ünïcode \u2028 and a 'quote': it is 630 mm", correlation_id="c1", context_meta={"a": [1, "x"], "b": None},
     )  # fmt: skip
-    assert PendingDetection.objects.filter(message=message).exists()  # its post_save receiver ran
+    assert PendingDetection.objects.filter(message=message).exists()  # its post_save receiver ran (a number)
     PendingDetection.objects.filter(message=message).delete()
     assert_insert_matches_orm(
         OUTBOX_ROW, monkeypatch, message=message, correlation_id="c1", due_at=NOW + timedelta(hours=1)
