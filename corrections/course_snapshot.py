@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from corrections.conf import setting
-from corrections.injection import FACT_COLUMNS, KEYED_MESSAGE_TOKENS, NO_TOKEN, NOTHING, Selection
+from corrections.injection import FACT_COLUMNS, KEYED_MESSAGE_TOKENS, NO_TOKEN, NOTHING, RowTexts, Selection
 from corrections.models import INJECTED_FACT_STATUSES, REACH_ALL, Fact, ProcessRule, TaskFactOverlap
 from corrections.text import text_keys, token_keys
 from tutor.snapshots import SnapshotStore, scope_changed, scope_key
@@ -56,6 +56,7 @@ class _Fact:
     # The fact's place among the course's latest confirmed first, ties by id:
     # the statement's order after the overlap, compared as one integer.
     order: int
+    texts: RowTexts  # what the sections render of it, made once
 
 
 @dataclass(frozen=True)
@@ -72,6 +73,7 @@ class CourseFacts:
     # task id → (fact, hits of the task text) of the facts it overlaps
     overlaps: dict[object, tuple[tuple[_Fact, int], ...]]
     rules: tuple[dict, ...]  # id, statement; oldest first
+    rule_texts: tuple[RowTexts, ...]  # of ``rules``
     _tasks: dict = field(default_factory=dict)
 
     def task_facts(self, task_id, n: int) -> _TaskFacts:
@@ -101,7 +103,13 @@ def course_facts_load(course_id) -> CourseFacts:
     latest.sort(key=lambda row: row["confirmed_at"], reverse=True)
     for order, row in enumerate(latest):
         topic_tokens = row.pop("topic_tokens") or []
-        fact = _Fact(row=row, tokens=frozenset(topic_tokens), token_count=row.pop("token_count"), order=order)
+        fact = _Fact(
+            row=row,
+            tokens=frozenset(topic_tokens),
+            token_count=row.pop("token_count"),
+            order=order,
+            texts=RowTexts(row["id"]),
+        )
         facts[row["id"]] = fact
         for token in fact.tokens:
             by_token.setdefault(token, []).append(fact)
@@ -118,12 +126,14 @@ def course_facts_load(course_id) -> CourseFacts:
     rules = tuple(
         ProcessRule.objects.filter(course_id=course_id).order_by("created_at", "id").values("id", "statement")
     )
+    rule_texts = tuple(RowTexts(rule["id"]) for rule in rules)
     return CourseFacts(
         facts=tuple(facts.values()),
         by_token={token: tuple(found) for token, found in by_token.items()},
         by_key={key: tuple(found) for key, found in by_key.items()},
         overlaps={task_id: tuple(found) for task_id, found in overlaps.items()},
         rules=rules,
+        rule_texts=rule_texts,
     )
 
 
@@ -139,28 +149,39 @@ def facts_from_snapshot(
     n = min(setting("CORRECTIONS_INJECT_MIN_TOKENS"), REACH_ALL)
     fresh_since = now - timedelta(days=setting("CORRECTIONS_FACT_TTL_DAYS"))
     words = set(message_tokens) - {NO_TOKEN}
+    found: set[_Fact] = set()
     if n >= 2 and len(words) <= KEYED_MESSAGE_TOKENS:
         # As the statement's key lookup: the facts holding one of the message's
         # tokens and pairs are all that can be relevant through it at N >= 2.
-        found = {fact for key in text_keys(sorted(words)) for fact in snapshot.by_key.get(key, ())}
+        by_key = snapshot.by_key
+        for key in text_keys(sorted(words)):
+            facts = by_key.get(key)
+            if facts:
+                found.update(facts)
     else:
-        found = {fact for token in words for fact in snapshot.by_token.get(token, ())}
+        for token in words:
+            found.update(snapshot.by_token.get(token, ()))
     task = snapshot.task_facts(task_id, n)
-    message_hits = {fact: len(fact.tokens & words) for fact in found}
-    candidates = set(task.relevant)
-    candidates.update(f for f, hits in message_hits.items() if hits >= max(min(n, f.token_count), 1))
-    relevant: list[tuple[int, _Fact]] = [
-        (max(message_hits.get(fact, 0), task.hits.get(fact, 0)), fact)
-        for fact in candidates
+    task_hits = task.hits
+    # Each candidate with its overlap: the larger of the message's and the task text's.
+    overlap = {fact: task_hits[fact] for fact in task.relevant}
+    for fact in found:
+        hits = len(fact.tokens & words)
+        if fact in overlap or hits >= max(min(n, fact.token_count), 1):
+            overlap[fact] = max(hits, task_hits.get(fact, 0))
+    # Overlap, then latest confirmed and id (the fact's order: unique, so no tie goes further).
+    relevant = sorted(
+        (-hits, fact.order, fact)
+        for fact, hits in overlap.items()
         if fact.row["pinned"] or fact.row["confirmed_at"] >= fresh_since
-    ]
-    relevant.sort(key=lambda pair: (-pair[0], pair[1].order))  # overlap, latest confirmed, id
+    )
     total = len(relevant)
+    chosen = [fact for _, _, fact in relevant[:limit]]
     rows = [
         {**fact.row, "disputed_with": list(fact.row["disputed_with"]), "matched_total": total}
-        for _, fact in relevant[:limit]
+        for fact in chosen
     ]
-    return Selection(rows=rows, total=total)
+    return Selection(rows=rows, total=total, texts=tuple(fact.texts for fact in chosen))
 
 
 def rules_from_snapshot(snapshot: CourseFacts, *, limit: int) -> Selection:
@@ -168,4 +189,8 @@ def rules_from_snapshot(snapshot: CourseFacts, *, limit: int) -> Selection:
     if limit <= 0:
         return NOTHING
     total = len(snapshot.rules)
-    return Selection(rows=[{**rule, "matched_total": total} for rule in snapshot.rules[:limit]], total=total)
+    return Selection(
+        rows=[{**rule, "matched_total": total} for rule in snapshot.rules[:limit]],
+        total=total,
+        texts=snapshot.rule_texts[:limit],
+    )

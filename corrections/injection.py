@@ -25,7 +25,7 @@ or a COUNT over the user's index entries, in the same statement.
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from django.db.models import (
@@ -62,12 +62,29 @@ from corrections.text import text_keys
 from tutor.prepared import PreparedQuery
 
 
+class RowTexts:
+    """What the sections render of one row of a snapshot (``corrections.course_snapshot``,
+    ``corrections.memory_snapshot``), made at most once per snapshot: the
+    row's id as text, and per section its preview item and, per item budget,
+    its line. A snapshot's rows never change while it is kept, so neither
+    do these; they go with it."""
+
+    __slots__ = ("id_text", "items", "lines")
+
+    def __init__(self, row_id):
+        self.id_text = str(row_id)
+        self.items: dict[str, dict] = {}
+        self.lines: dict[tuple[str, int], tuple[str, bool]] = {}
+
+
 @dataclass(frozen=True)
 class Selection:
-    """Rows for one context section (``values()`` dicts) and how many matched."""
+    """Rows for one context section (``values()`` dicts) and how many matched;
+    from a snapshot, also each row's ``RowTexts`` (in the rows' order)."""
 
     rows: list
     total: int
+    texts: tuple[RowTexts, ...] | None = field(default=None, compare=False, repr=False)
 
     @property
     def omitted(self) -> int:

@@ -24,7 +24,7 @@ import heapq
 from dataclasses import dataclass
 from datetime import datetime
 
-from corrections.injection import MEMORIES, NO_SESSION, NO_TOKEN, NOTHING, PREFERENCES, Selection
+from corrections.injection import MEMORIES, NO_SESSION, NO_TOKEN, NOTHING, PREFERENCES, RowTexts, Selection
 from corrections.models import CorrectionType, MemoryItem, MemoryTier, MemoryToken
 from tutor.snapshots import SnapshotStore, scope_changed, user_scope_key
 
@@ -48,6 +48,9 @@ class _Item:
     # The item's place among all the user's items newest first, ties by id:
     # the statement's order after its overlap, compared as one integer.
     order: int
+    columns: dict  # the row's columns a section reads (``_row``)
+    texts: RowTexts  # what the sections render of it, made once
+    in_session: bool  # a session item (ranked before user memory)
 
 
 def _newest_first(items: list[_Item]) -> tuple[_Item, ...]:
@@ -73,7 +76,14 @@ def user_memory_load(user_id) -> UserMemory:
     newest = sorted(items.values(), key=lambda row: row["id"])
     newest.sort(key=lambda row: row["updated_at"], reverse=True)
     for order, row in enumerate(newest):
-        item = _Item(row=row, tokens=frozenset(tokens.get(row["id"], ())), order=order)
+        item = _Item(
+            row=row,
+            tokens=frozenset(tokens.get(row["id"], ())),
+            order=order,
+            columns={name: row[name] for name in SECTION_COLUMNS},
+            texts=RowTexts(row["id"]),
+            in_session=row["tier"] == MemoryTier.SESSION,
+        )
         if row["tier"] == MemoryTier.USER:
             if row["kind"] == CorrectionType.PREFERENCE:
                 preferences.append(item)
@@ -97,9 +107,11 @@ MEMORY_SNAPSHOT_USERS = 2048
 USER_MEMORY = SnapshotStore("memory", user_memory_load, max_entries=MEMORY_SNAPSHOT_USERS)
 
 
+SECTION_COLUMNS = ("id", "tier", "kind", "content", "expires_at")
+
+
 def _row(item: _Item, section: int, rank: int, totals: dict) -> dict:
-    row = {name: item.row[name] for name in ("id", "tier", "kind", "content", "expires_at")}
-    return {**row, "section": section, "rank": rank, **totals}
+    return {**item.columns, "section": section, "rank": rank, **totals}
 
 
 def memory_from_snapshot(
@@ -120,15 +132,24 @@ def memory_from_snapshot(
         item for item in session if item.row["expires_at"] is None or item.row["expires_at"] > now
     ]
     limit = max(memories_limit, 1)
-    candidates = {*snapshot.others[:limit], *this_session}
+    # Each candidate's overlap with the message, counted from the token index:
+    # an item is listed under each of its tokens once.
+    overlap: dict[_Item, int] = dict.fromkeys(snapshot.others[:limit], 0)
+    overlap.update(dict.fromkeys(this_session, 0))
     for token in words:
-        candidates.update(snapshot.by_token.get(token, ()))
-    # This session's items first, then by overlap, then newest first (ties by id).
-    ranked = heapq.nsmallest(
-        max(memories_limit, 0),
-        candidates,
-        key=lambda item: (item.row["tier"] != MemoryTier.SESSION, -len(item.tokens & words), item.order),
-    )
+        for item in snapshot.by_token.get(token, ()):
+            overlap[item] = overlap.get(item, 0) + 1
+    for item in this_session:  # not in the index
+        overlap[item] = len(item.tokens & words)
+    # This session's items first, then by overlap, then newest first (ties by
+    # id: the order is unique, so no tie goes further).
+    ranked = [
+        item
+        for *_, item in heapq.nsmallest(
+            max(memories_limit, 0),
+            ((not item.in_session, -hits, item.order, item) for item, hits in overlap.items()),
+        )
+    ]
     totals = {
         "preferences_total": len(snapshot.preferences),
         "user_total": len(snapshot.preferences) + len(snapshot.others),
@@ -138,8 +159,9 @@ def memory_from_snapshot(
     def section(number: int, items, limit: int, total: int) -> Selection:
         if limit <= 0:
             return NOTHING
-        rows = [_row(item, number, rank, totals) for rank, item in enumerate(items[:limit], 1)]
-        return Selection(rows=rows, total=total)
+        chosen = items[:limit]
+        rows = [_row(item, number, rank, totals) for rank, item in enumerate(chosen, 1)]
+        return Selection(rows=rows, total=total, texts=tuple(item.texts for item in chosen))
 
     return (
         section(PREFERENCES, snapshot.preferences, preferences_limit, totals["preferences_total"]),

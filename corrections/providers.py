@@ -33,6 +33,7 @@ from corrections.course_snapshot import (
 )
 from corrections.injection import (
     NOTHING,
+    RowTexts,
     Selection,
     facts_relevant,
     memory_for_context,
@@ -118,24 +119,46 @@ class BudgetedSection(SectionProvider):
         budget_chars = budget(self.budget_name, self.budget_default)
         selection = self.rows(request, setting(self.count_setting))
         item_chars = setting("CORRECTIONS_ITEM_CHARS")
+        rows, texts = selection.rows, selection.texts
         lines, cuts = [], False
-        for row in selection.rows:
-            text, was_cut = self.line(row, item_chars)
+        for i, row in enumerate(rows):
+            text, was_cut = self._line(row, texts[i] if texts else None, item_chars)
             lines.append(text)
             cuts = cuts or was_cut
         body, kept = _render(lines, budget_chars)
         if not kept:
             return Section(budget_chars=budget_chars, omitted=selection.total, data=[])
-        included = selection.rows[:kept]
+        if texts:  # rendered once per snapshot (corrections.injection.RowTexts)
+            ids = [texts[i].id_text for i in range(kept)]
+            data = [self._item(rows[i], texts[i]) for i in range(kept)]
+        else:
+            ids = [str(row["id"]) for row in rows[:kept]]
+            data = [self.item(row) for row in rows[:kept]]
         return Section(
             text=f"{self.usage}\n{fence(self.fence_name, body)}",
-            ids=[str(row["id"]) for row in included],
+            ids=ids,
             omitted=selection.total - kept,
             used_chars=len(body),
             budget_chars=budget_chars,
             truncated=["items"] if cuts else [],
-            data=[self.item(row) for row in included],
+            data=data,
         )
+
+    def _line(self, row: dict, texts: RowTexts | None, item_chars: int) -> tuple[str, bool]:
+        if texts is None:
+            return self.line(row, item_chars)
+        key = (self.name, item_chars)
+        found = texts.lines.get(key)
+        if found is None:
+            found = texts.lines[key] = self.line(row, item_chars)
+        return found
+
+    def _item(self, row: dict, texts: RowTexts) -> dict:
+        """The row's preview item, shared by every request that shows it: never changed."""
+        found = texts.items.get(self.name)
+        if found is None:
+            found = texts.items[self.name] = self.item(row)
+        return found
 
 
 # A draft is previewed again and again as it is written, and sent once more:

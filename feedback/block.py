@@ -12,8 +12,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from feedback.selectors import FeedbackSelection, FeedbackState, InvalidReason
-from tutor.conf import optional_setting
+from tutor.conf import from_settings, optional_setting
 from tutor.fencing import escape_data, fence
+from tutor.memo import Memo
 from tutor.rubrics import RUBRIC_ID_MAX_CHARS
 from tutor.sections import cut
 
@@ -63,6 +64,10 @@ class FeedbackLimits:
 
 def feedback_limits() -> FeedbackLimits:
     """The budget in force now: the constants above unless a setting overrides one."""
+    return from_settings(_limits)
+
+
+def _limits() -> FeedbackLimits:
     return FeedbackLimits(
         block_chars=optional_setting("FEEDBACK_BLOCK_CHARS", FEEDBACK_BLOCK_CHARS),
         max_items=optional_setting("FEEDBACK_MAX_ITEMS", FEEDBACK_MAX_ITEMS),
@@ -129,7 +134,22 @@ def _item(criterion: dict[str, Any], index: int, limits: FeedbackLimits) -> tupl
     return item, paths
 
 
+# Blocks of terminal attempts (``FeedbackSelection.memo_key``), per budget:
+# a student's latest review is rendered once per process, not on every turn.
+RENDERED_BLOCKS = 4096
+_RENDERED = Memo("rendered feedback blocks", RENDERED_BLOCKS)
+
+
 def feedback_block(selection: FeedbackSelection) -> RenderedFeedback:
+    """``render_block(selection)``, kept for a selection of a terminal attempt
+    (``tutor.memo``): its block, text and meta are shared, never changed."""
+    limits = feedback_limits()
+    if selection.memo_key is None:
+        return render_block(selection, limits)
+    return _RENDERED.get_or_make((selection.memo_key, limits), lambda: render_block(selection, limits))
+
+
+def render_block(selection: FeedbackSelection, limits: FeedbackLimits) -> RenderedFeedback:
     """Serialize ``selection`` within the budget of SPEC §3.
 
     Items are added whole, in order, while the fenced block stays within
@@ -143,7 +163,6 @@ def feedback_block(selection: FeedbackSelection) -> RenderedFeedback:
     attempt when there is one; ``items`` is an empty list outside ``current``
     and ``next_step`` is null outside ``current`` and ``passed``.
     """
-    limits = feedback_limits()
     blocking = selection.blocking_items
     total = len(blocking)
 

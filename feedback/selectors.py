@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import logging
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from django.conf import settings
@@ -19,6 +19,8 @@ from feedback.results import result_contract_error
 from feedback.versions import NoRubric, Versions, current_versions
 from feedback.visibility import student_result
 from tutor import access
+from tutor.jsonrows import JSONRows
+from tutor.memo import Memo
 from tutor.models import Enrollment, Task
 from tutor.prepared import PreparedQuery
 from tutor.rubrics import CriterionKind, Verdict
@@ -69,6 +71,9 @@ class FeedbackSelection:
     model: str | None = None
     reused: bool | None = None
     result: dict[str, Any] | None = None
+    # For a terminal attempt, what its rendering depends on besides the
+    # settings (``feedback.block``): the selection names an immutable record.
+    memo_key: tuple | None = field(default=None, compare=False, repr=False)
 
     @property
     def blocking_items(self) -> list[dict[str, Any]]:
@@ -108,7 +113,13 @@ _ROW_FIELDS = {
 }
 
 
-def latest_row_queryset(*, student_id, task_id, versions: dict[str, str] | None):
+def _deeper(value):
+    """``value`` as a subquery one level further in sees it: a reference to
+    an outer query (``OuterRef``) reaches one level further out."""
+    return OuterRef(value) if isinstance(value, OuterRef) else value
+
+
+def latest_row_queryset(*, student_id, task_id, versions: dict | None):
     """The latest submission joined with the one attempt that decides its state.
 
     One statement, so one snapshot under READ COMMITTED. The joined attempt is
@@ -118,16 +129,22 @@ def latest_row_queryset(*, student_id, task_id, versions: dict[str, str] | None)
     incompatible attempt means none is compatible). With no attempt at all the
     LEFT JOIN leaves the attempt columns null. Served by
     ``submission_latest_idx`` and ``attempt_newest_idx``.
+
+    ``task_id`` and the ``versions`` may be references (``OuterRef``) to a
+    statement this one is a subquery of (``tutor.selectors``: the task's
+    statement carries the selection); they are passed on to the inner
+    subqueries one level further out.
     """
     attempts = ReviewAttempt.objects.filter(submission=OuterRef("pk")).order_by("-attempt_seq")
     newest_any = Subquery(attempts.values("attempt_seq")[:1])
     if versions is None:
         deciding_seq = newest_any
     else:
-        newest_compatible = Subquery(attempts.filter(**versions).values("attempt_seq")[:1])
+        compatible = {lookup: _deeper(value) for lookup, value in versions.items()}
+        newest_compatible = Subquery(attempts.filter(**compatible).values("attempt_seq")[:1])
         deciding_seq = Coalesce(newest_compatible, newest_any)
     latest_seq = (
-        Submission.objects.filter(student_id=student_id, task_id=task_id)
+        Submission.objects.filter(student_id=_deeper(student_id), task_id=_deeper(task_id))
         .order_by("-submission_seq")
         .values("submission_seq")[:1]
     )
@@ -210,13 +227,55 @@ def select_feedback(student, task: Task) -> FeedbackSelection:
     Reads one SQL statement whatever the history length; ``task`` must come
     with ``current_rubric`` loaded (``select_related("current_rubric")``).
     """
-    from feedback.block import feedback_limits  # the block module holds every budget number
-
     try:
         versions = current_versions(task)
     except NoRubric:
         versions = None  # no current rules: nothing is compatible
-    row = _latest_row(student, task, versions)
+    return selection_from_row(_latest_row(student, task, versions), versions)
+
+
+def latest_row_subquery(*, student_id, task, rubric, prompt_version, engine_version) -> JSONRows:
+    """The row ``select_feedback`` reads, as a column of the task's own
+    statement (``tutor.jsonrows``): the latest submission of ``student_id``
+    for ``task`` (a reference to the outer statement's task id), joined with
+    its deciding attempt under the task's current rubric (``rubric``: the
+    outer path to it, e.g. ``"current_rubric__"``) and the given prompt and
+    engine versions. A task without a rubric compares with NULL: no attempt
+    is compatible, as ``select_feedback`` has it. Read it with
+    ``folded_selection``."""
+    versions = {
+        "rubric_version": OuterRef(f"{rubric}version"),
+        "rubric_hash": OuterRef(f"{rubric}content_hash"),
+        "prompt_version": prompt_version,
+        "engine_version": engine_version,
+    }
+    return JSONRows(latest_row_queryset(student_id=student_id, task_id=task, versions=versions))
+
+
+# The columns of the selection's row, read once: how ``latest_row_rows`` decodes them.
+_LATEST_ROW_COLUMNS = JSONRows(Submission.objects.values(*_ROW_FIELDS.values()))
+
+
+def latest_row_rows(column: str | None) -> list[dict]:
+    """The rows a ``latest_row_subquery`` column carries, as ``LATEST_ROW`` returns them."""
+    return _LATEST_ROW_COLUMNS.decode(column)
+
+
+def folded_selection(rows: list[dict], task: Task) -> FeedbackSelection:
+    """``select_feedback`` from the rows of ``latest_row_subquery`` read with ``task``."""
+    try:
+        versions = current_versions(task)
+    except NoRubric:
+        versions = None
+    row = {name: rows[0][lookup] for name, lookup in _ROW_FIELDS.items()} if rows else None
+    return selection_from_row(row, versions)
+
+
+def selection_from_row(row: dict[str, Any] | None, versions: Versions | None) -> FeedbackSelection:
+    """The feedback state of the row ``latest_row_queryset`` selects (SPEC §3;
+    the rules: ``select_feedback``)."""
+    from feedback.block import feedback_limits  # the block module holds every budget number
+
     if row is None:
         return FeedbackSelection(state=FeedbackState.NONE)
 
@@ -243,31 +302,62 @@ def select_feedback(student, task: Task) -> FeedbackSelection:
     status = row["attempt_status"]
     if status in (AttemptStatus.QUEUED, AttemptStatus.RUNNING):
         return FeedbackSelection(state=FeedbackState.PENDING, **submission, **attempt)
+    # A terminal attempt never changes (SPEC §2): its rendering is kept under
+    # the records it names and the rubric whose hidden criteria it hides.
+    memo_key = (row["submission_id"], row["attempt_id"], versions.rubric.pk, versions.rubric_hash)
     if status == AttemptStatus.UNAVAILABLE:
-        return FeedbackSelection(state=FeedbackState.UNAVAILABLE, **submission, **attempt)
+        return FeedbackSelection(
+            state=FeedbackState.UNAVAILABLE, **submission, **attempt, memo_key=(status, *memo_key)
+        )
     if status == AttemptStatus.INVALID:
         return FeedbackSelection(
-            state=FeedbackState.INVALID, reason=InvalidReason.ATTEMPT_INVALID, **submission, **attempt
+            state=FeedbackState.INVALID,
+            reason=InvalidReason.ATTEMPT_INVALID,
+            **submission,
+            **attempt,
+            memo_key=(status, *memo_key),
         )
-
-    result = row["result"]
     if status != AttemptStatus.COMPLETED:
-        error = f"status {status!r} is unknown"
+        error, result = f"status {status!r} is unknown", None
     else:
-        error = result_contract_error(result, rubric_id_chars=feedback_limits().rubric_id_chars)
+        rubric_id_chars = feedback_limits().rubric_id_chars
+        error, result = _GRADED.get_or_make(
+            (*memo_key, rubric_id_chars),
+            lambda: _graded(row["result"], versions.rubric.criteria, rubric_id_chars),
+        )
     if error is not None:
         log.warning("review attempt %s breaks the result contract: %s", row["attempt_id"], error)
         return FeedbackSelection(
             state=FeedbackState.INVALID, reason=InvalidReason.CONTRACT_VIOLATION, **submission, **attempt
         )
     state = FeedbackState.PASSED if result["overall"] == Verdict.PASS else FeedbackState.CURRENT
-    # The tutor sees what the student sees: a hidden check's reason, evidence
-    # and configured terms never enter the block (SPEC §9). A compatible
-    # attempt was made under the current rubric, so its criteria say which.
-    result = student_result(result, versions.rubric.criteria)
     return FeedbackSelection(
-        state=state, review_status=result["overall"], result=result, **submission, **attempt
+        state=state,
+        review_status=result["overall"],
+        result=result,
+        **submission,
+        **attempt,
+        memo_key=(status, *memo_key),
     )
+
+
+# A completed attempt's contract check and its result as a student sees it,
+# per (submission, attempt, rubric row and hash, rubric id limit): the tutor
+# reads a student's latest attempt on every turn until the next review.
+GRADED_ATTEMPTS = 4096
+_GRADED = Memo("graded attempts", GRADED_ATTEMPTS)
+
+
+def _graded(result, criteria: list[dict], rubric_id_chars: int) -> tuple[str | None, dict | None]:
+    """The contract error of a completed attempt's ``result`` (None when it
+    holds), and the result as the tutor may see it: what the student sees --
+    a hidden check's reason, evidence and configured terms never enter the
+    block (SPEC §9). A compatible attempt was made under the current rubric,
+    so its criteria say which are hidden."""
+    error = result_contract_error(result, rubric_id_chars=rubric_id_chars)
+    if error is not None:
+        return error, None
+    return None, student_result(result, criteria)
 
 
 def visible_submissions(user):

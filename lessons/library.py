@@ -179,7 +179,7 @@ def library_recall(
             if mark in haystack:
                 found.add(phrase)
                 for row in lessons:
-                    candidates[row.id] = row
+                    candidates[row.rank_key] = row
     symptoms = tuple(sorted(found))
     if params.reach <= 0:  # every lesson can reach the floor
         rows: tuple[LessonRow, ...] | list[LessonRow] = library.rows
@@ -191,7 +191,7 @@ def library_recall(
         by_tags = 1 <= need <= len(query.tags)
         if by_tags:
             for row in library.tag_candidates(query.tags, need):
-                candidates[row.id] = row
+                candidates[row.rank_key] = row
         if others is not None:
             # Another status's lesson scores its symptoms against ctx.symptoms
             # (phrases of injected lessons) alone: its phrases among those, or its tags.
@@ -199,10 +199,10 @@ def library_recall(
                 for other_phrase, _, lessons in others.by_anchor.get(_probe(phrase)[0], ()):
                     if other_phrase == phrase:
                         for row in lessons:
-                            candidates[row.id] = row
+                            candidates[row.rank_key] = row
             if by_tags:
                 for row in others.tag_candidates(query.tags, need):
-                    candidates[row.id] = row
+                    candidates[row.rank_key] = row
         rows = list(candidates.values())
     ctx = RecallContext(tags=query.tags, symptoms=symptoms, today=today)
     return recall(rows, None, ctx, params, lines=lines)

@@ -83,7 +83,7 @@ class LessonsSection(SectionProvider):
             text = f"{LESSONS_USAGE_TEXT}\n\n{fence(LESSONS_FENCE_NAME, lessons)}"
         return Section(
             text=text,
-            ids=[str(lesson_id) for lesson_id in result.recalled_ids],
+            ids=result.recalled_id_texts,
             omitted=result.cut_relevant,
             used_chars=len(text),
             budget_chars=budget("LESSONS_CHARS", LESSONS_CHARS),

@@ -30,7 +30,7 @@ from datetime import date
 
 from django.db import models
 
-from tutor.conf import optional_setting
+from tutor.conf import from_settings, optional_setting
 
 # Seed 003 step 2 (SPEC §6). Overridable by settings of the same names.
 LESSON_RECALL_W_TAG = 0.5  # tags are pinned by a human reviewer: the most trusted signal
@@ -72,6 +72,11 @@ class RecallParams:
 
     @classmethod
     def from_settings(cls) -> RecallParams:
+        """The parameters in force (kept until a setting changes)."""
+        return from_settings(cls._read_settings)
+
+    @classmethod
+    def _read_settings(cls) -> RecallParams:
         get = optional_setting
         return cls(
             w_tag=float(get("LESSON_RECALL_W_TAG", LESSON_RECALL_W_TAG)),
@@ -127,6 +132,18 @@ class LessonRow:
     last_hit: date | None
     injected_on: date | None
     course_id: object = None  # None: a global lesson
+    # Worked out once per row (a snapshot's rows serve many requests): the
+    # integer its ties are broken by (``_id_order``), its id as text, and
+    # the day its age counts from (an ordinal; None: no hit, not injected).
+    rank_key: int | str = field(init=False, repr=False, compare=False)
+    id_text: str = field(init=False, repr=False, compare=False)
+    reference_day: int | None = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self):
+        reference = self.last_hit or self.injected_on
+        object.__setattr__(self, "rank_key", _id_order(self.id))
+        object.__setattr__(self, "id_text", str(self.id))
+        object.__setattr__(self, "reference_day", reference.toordinal() if reference else None)
 
 
 @dataclass(frozen=True)
@@ -180,41 +197,13 @@ class RecallResult:
         return [s.row.id for s in self.recalled]
 
     @property
+    def recalled_id_texts(self) -> list[str]:
+        return [s.row.id_text for s in self.recalled]
+
+    @property
     def cut_relevant(self) -> int:
         """Lessons that passed the floor but were left out (top_k, budget)."""
         return self.reached.get(Decision.TOP_K, 0) + self.reached.get(Decision.BUDGET, 0)
-
-
-def age_days(row: LessonRow, today: date) -> int:
-    reference = row.last_hit or row.injected_on or today
-    return max((today - reference).days, 0)
-
-
-def filter_decision(row: LessonRow, today: date) -> str | None:
-    """Step 1: why ``row`` may not enter scoring, or None."""
-    if row.status != "injected":
-        return Decision.FILTERED_STATUS
-    if row.review_by < today:
-        return Decision.FILTERED_EXPIRED
-    return None
-
-
-def apply_brakes(ranked: list[Scored], params: RecallParams) -> tuple[list[Scored], int]:
-    """Step 3 on lessons already in rank order: floor → top_k → budget."""
-    recalled: list[Scored] = []
-    used = 0
-    for item in ranked:
-        if item.score < params.floor:
-            item.decision = Decision.FLOOR
-        elif len(recalled) >= params.top_k:
-            item.decision = Decision.TOP_K
-        elif used + item.row.tokens > params.budget_tokens:
-            item.decision = Decision.BUDGET
-        else:
-            item.decision = Decision.RECALLED
-            recalled.append(item)
-            used += item.row.tokens
-    return recalled, used
 
 
 def _round(value: float) -> float:
@@ -282,41 +271,77 @@ def recall(
     best scored lines are kept and the rest counted. ``counts`` has every
     lesson's decision once ``totals`` are known (``RecallResult.with_totals``).
     Without ``lines`` no line is written (a context preview shows the
-    recalled lessons, never the trace): the decisions are the same.
+    recalled lessons, never the trace): the decisions are the same, and only
+    the recalled lessons become ``Scored`` items.
     """
     filtered: list[tuple[LessonRow, str]] = []
-    candidates: list[Scored] = []
     # Step 2 (the score), each share computed once per row; a lesson whose
     # tag and symptom parts plus the largest decay part stay below the floor
     # is not scored.
     ctx_tags, ctx_symptoms = frozenset(ctx.tags), frozenset(ctx.symptoms)
     n_tags, n_symptoms = len(ctx.tags), len(ctx.symptoms)
     w_tag, w_symptom, w_decay, floor = params.w_tag, params.w_symptom, params.w_decay, params.floor
+    today = ctx.today
+    today_day = today.toordinal()
+    decays = _decays(params.decay_days)
+    # (−score, id order, row, tag part, symptom part, decay part): ranked by the first two.
+    scored: list[tuple] = []
     for row in rows:
         tag = len(row.tags & ctx_tags) / n_tags if n_tags else 0.0
         symptom = len(row.symptoms & ctx_symptoms) / n_symptoms if n_symptoms else 0.0
         if w_tag * tag + w_symptom * symptom + w_decay < floor:
             continue  # cannot reach the floor: counted from the totals
-        decision = filter_decision(row, ctx.today)
-        if decision is not None:
-            filtered.append((row, decision))
+        if row.status != "injected":
+            filtered.append((row, Decision.FILTERED_STATUS))
             continue
-        decay = math.exp(-age_days(row, ctx.today) / params.decay_days)
+        if row.review_by < today:
+            filtered.append((row, Decision.FILTERED_EXPIRED))
+            continue
+        # Age in whole days since the last hit, else since injection (none: 0).
+        age = today_day - row.reference_day if row.reference_day is not None else 0
+        decay = decays.get(age) if age > 0 else 1.0
+        if decay is None:
+            decay = decays.setdefault(age, math.exp(-age / params.decay_days))
         total = w_tag * tag + w_symptom * symptom + w_decay * decay
-        candidates.append(
-            Scored(row=row, score=total, components={"tag": tag, "symptom": symptom, "decay": decay})
-        )
+        scored.append((-total, row.rank_key, row, tag, symptom, decay))
     # Ties by id as text: a UUID's integer orders as its text does, and costs nothing to read.
-    candidates.sort(key=lambda s: (-s.score, _id_order(s.row.id)))
-    recalled, used = apply_brakes(candidates, params)
+    scored.sort(key=_rank)
 
-    filtered_lines, scored_lines = _lines(filtered, candidates, recalled, params) if lines else ([], [])
-
+    # Step 3, the brakes, in rank order: floor → top_k → budget.
     reached = dict.fromkeys(DECISIONS, 0)
-    for item in candidates:
-        reached[item.decision] += 1
+    recalled: list[Scored] = []
+    candidates: list[Scored] = []
+    used = 0
+    top_k, budget_tokens = params.top_k, params.budget_tokens
+    for n, (negative, _, row, tag, symptom, decay) in enumerate(scored):
+        score = -negative
+        if score < floor:
+            decision = Decision.FLOOR
+            if not lines:  # every later one is below the floor too
+                reached[Decision.FLOOR] += len(scored) - n
+                break
+        elif len(recalled) >= top_k:
+            decision = Decision.TOP_K
+        elif used + row.tokens > budget_tokens:
+            decision = Decision.BUDGET
+        else:
+            decision = Decision.RECALLED
+        reached[decision] += 1
+        if decision == Decision.RECALLED or lines:
+            item = Scored(
+                row=row,
+                score=score,
+                components={"tag": tag, "symptom": symptom, "decay": decay},
+                decision=decision,
+            )
+            candidates.append(item)
+            if decision == Decision.RECALLED:
+                recalled.append(item)
+                used += row.tokens
     for _, decision in filtered:
         reached[decision] += 1
+
+    filtered_lines, scored_lines = _lines(filtered, candidates, recalled, params) if lines else ([], [])
     result = RecallResult(
         context=ctx,
         params=params,
@@ -328,10 +353,25 @@ def recall(
     return result.with_totals(totals) if totals is not None else result
 
 
+def _rank(entry: tuple) -> tuple:
+    return entry[0], entry[1]
+
+
+# exp(−age/DECAY_DAYS) per age in days, per DECAY_DAYS: a day has few distinct ages.
+_DECAY_PARTS: dict[float, dict[int, float]] = {}
+
+
+def _decays(decay_days: float) -> dict[int, float]:
+    found = _DECAY_PARTS.get(decay_days)
+    if found is None:
+        found = _DECAY_PARTS.setdefault(decay_days, {})
+    return found
+
+
 def recalled_item(item: Scored) -> dict:
     """A recalled lesson as the preview endpoints show it (SPEC §6 recall response)."""
     return {
-        "id": str(item.row.id),
+        "id": item.row.id_text,
         "title": item.row.title,
         "score": _round(item.score),
         "components": {name: _round(value) for name, value in item.components.items()},

@@ -67,13 +67,16 @@ def _fresh_cache():
     """Throttle counters live in the cache, scope snapshots in the process; ids repeat across tests."""
     from django.core.cache import cache
 
+    from tutor.memo import clear_all
     from tutor.snapshots import forget_all
 
     cache.clear()
     forget_all()  # snapshots of the rows a test's transaction rolls back
+    clear_all()  # and what was derived from them (ids repeat after a rollback)
     yield
     cache.clear()
     forget_all()
+    clear_all()
 
 
 @pytest.fixture(params=["in_transaction", "committed"])

@@ -15,7 +15,7 @@ import uuid
 from dataclasses import dataclass, field, replace
 
 from feedback.block import feedback_block
-from feedback.selectors import select_feedback
+from feedback.selectors import FeedbackSelection, select_feedback
 from tutor.history import select_history
 from tutor.models import Task
 from tutor.providers import ContextRequest, Section, SectionProvider, providers
@@ -56,6 +56,7 @@ def assemble_context(
     session_id: uuid.UUID | None = None,
     preview: bool = True,
     snapshot_versions=None,
+    feedback: FeedbackSelection | None = None,
 ) -> AssembledContext:
     """The exact request for the model. ``task`` comes with ``course`` and
     ``current_rubric`` loaded; ``earlier`` are the newest messages before the
@@ -63,8 +64,10 @@ def assemble_context(
     a real send applies the sections' effects afterwards (``context_after_send``).
     ``snapshot_versions`` are the providers' snapshot versions as the caller's
     task statement read them (``tutor.snapshots.version_subqueries``); without
-    them, or when they miss a scope, they are read here in one query."""
-    selection = select_feedback(student, task)
+    them, or when they miss a scope, they are read here in one query.
+    ``feedback`` is the student's feedback selection as that statement read
+    it (``tutor.selectors``); without it, it is read here (``select_feedback``)."""
+    selection = feedback if feedback is not None else select_feedback(student, task)
     request = ContextRequest(
         student=student,
         task=task,

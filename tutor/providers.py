@@ -111,6 +111,7 @@ class SectionProvider(ABC):
 
 
 _registry: dict[str, SectionProvider] = {}
+_ordered: list[tuple[SectionProvider, ...]] = []  # the sorted registry, until it changes
 
 
 def register(provider: SectionProvider) -> None:
@@ -118,15 +119,19 @@ def register(provider: SectionProvider) -> None:
     if not provider.name:
         raise ValueError("a section provider needs a name")
     _registry[provider.name] = provider
+    _ordered.clear()
 
 
 def unregister(name: str) -> None:
     _registry.pop(name, None)
+    _ordered.clear()
 
 
-def providers() -> list[SectionProvider]:
+def providers() -> tuple[SectionProvider, ...]:
     """The registered providers in the order their sections appear."""
-    return sorted(_registry.values(), key=lambda p: (p.position, p.name))
+    if not _ordered:
+        _ordered.append(tuple(sorted(_registry.values(), key=lambda p: (p.position, p.name))))
+    return _ordered[0]
 
 
 # --- tutor's own providers ----------------------------------------------------------

@@ -8,12 +8,16 @@ instances are rebuilt from the rows with ``Model.from_db``, as the ORM does.
 from __future__ import annotations
 
 import uuid
+from dataclasses import dataclass
 
+from django.conf import settings
 from django.db.models import OuterRef, Subquery, Value
 from django.http import Http404
 
+from feedback.selectors import FeedbackSelection, folded_selection, latest_row_rows, latest_row_subquery
 from tutor.errors import InvalidInput
 from tutor.history import history_limits
+from tutor.jsonrows import JSONRows
 from tutor.models import Course, Enrollment, Rubric, Task, TutorMessage, TutorSession
 from tutor.prepared import PreparedQuery, model_columns, model_from_row
 from tutor.snapshots import Versions, version_subqueries, versions_from_row
@@ -56,7 +60,39 @@ def student_task(user, task_id, field: str = "task") -> Task:
     return _task_from(row)
 
 
-def owned_session_queryset(*, user_id, session_id):
+def history_rows(messages, max_messages: int) -> JSONRows | Value:
+    """The newest ``max_messages`` of ``messages`` (a queryset of one
+    session's), as a column of the statement that names the session: what
+    ``earlier_messages`` reads, newest first (``tutor.jsonrows``)."""
+    if max_messages < 1:
+        return Value("[]")
+    return JSONRows(messages.order_by("-position").values("position", "role", "content")[:max_messages])
+
+
+def _history(column: str | None) -> list[dict]:
+    """A ``history_rows`` column as ``earlier_messages`` returns its rows:
+    oldest first, as ``{role, content}``."""
+    rows = HISTORY_ROWS.decode(column)
+    rows.sort(key=lambda row: row["position"])
+    return [{"role": row["role"], "content": row["content"]} for row in rows]
+
+
+# Reads the kinds of the history columns (their decoding) once.
+HISTORY_ROWS = JSONRows(TutorMessage.objects.values("position", "role", "content"))
+
+
+def _feedback_versions() -> dict:
+    return {
+        "prompt_version": settings.REVIEW_PROMPT_VERSION,
+        "engine_version": settings.REVIEW_ENGINE_VERSION,
+    }
+
+
+def owned_session_queryset(*, user_id, session_id, prompt_version, engine_version, max_messages):
+    """The caller's session with its task, course and rubric, the versions of
+    the request's snapshots, the newest history messages and the feedback
+    selection's row (``feedback.selectors.latest_row_subquery``): everything
+    a turn reads before its claim, in one statement."""
     return (
         TutorSession.objects.filter(
             pk=session_id,
@@ -66,18 +102,41 @@ def owned_session_queryset(*, user_id, session_id):
             task__course__enrollments__role=Enrollment.Role.STUDENT,
         )
         .values(*model_columns(TutorSession), *(f"task__{column}" for column in _TASK_COLUMNS))
-        .annotate(**version_subqueries("task__course_id", Value(user_id)))
+        .annotate(
+            **version_subqueries("task__course_id", Value(user_id)),
+            history=history_rows(TutorMessage.objects.filter(session_id=OuterRef("pk")), max_messages),
+            feedback=latest_row_subquery(
+                student_id=user_id,
+                task=OuterRef("task_id"),
+                rubric="task__current_rubric__",
+                prompt_version=prompt_version,
+                engine_version=engine_version,
+            ),
+        )
         .order_by()[:1]
     )
 
 
-OWNED_SESSION = PreparedQuery(owned_session_queryset, user_id="int", session_id="uuid")
+OWNED_SESSION = PreparedQuery(
+    owned_session_queryset,
+    shape=("max_messages",),
+    user_id="int",
+    session_id="uuid",
+    prompt_version="str",
+    engine_version="str",
+)
 
 
 def owned_session(user, session_id) -> TutorSession:
     """The caller's own session, with its task, course and rubric; anyone
-    else's is a 404 (SPEC §7), and so is one of a course the student left."""
-    row = OWNED_SESSION.first(user_id=user.pk, session_id=session_id)
+    else's is a 404 (SPEC §7), and so is one of a course the student left.
+    The session also carries what this statement read for its next turn:
+    ``snapshot_versions``, ``history`` (its newest messages, oldest first, as
+    ``earlier_messages`` returns them for a message after all of them) and
+    ``feedback`` (the student's feedback selection for the task)."""
+    row = OWNED_SESSION.first(
+        user_id=user.pk, session_id=session_id, max_messages=history_limits()[0], **_feedback_versions()
+    )
     if row is None:
         raise Http404("no such session")
     session = model_from_row(TutorSession, row)
@@ -85,36 +144,75 @@ def owned_session(user, session_id) -> TutorSession:
     session.task = _task_from(row, "task__")
     # The snapshots' versions, read in this statement (tutor.snapshots).
     session.snapshot_versions = versions_from_row(row, course_id=session.task.course_id, user_id=user.pk)
+    session.history = _history(row["history"])
+    session.feedback = folded_selection(latest_row_rows(row["feedback"]), session.task)
     return session
 
 
-def student_task_session_queryset(*, user_id, task_id):
-    """The student's task (``student_task_queryset``) with the id of their
-    open session for it, if any, in the same row (the context preview's one
-    read for both; served by the partial unique constraint on open sessions)."""
-    open_session = TutorSession.objects.filter(
-        student_id=user_id, task_id=OuterRef("pk"), archived=False
-    ).values("id")[:1]
+def _open_session(user_id, task):
+    return TutorSession.objects.filter(student_id=user_id, task_id=task, archived=False).values("id")[:1]
+
+
+def student_task_session_queryset(*, user_id, task_id, prompt_version, engine_version, max_messages):
+    """The student's task (``student_task_queryset``) with, in the same row,
+    the id of their open session for it, if any (served by the partial unique
+    constraint on open sessions), the versions of the preview's snapshots,
+    that session's newest messages and the feedback selection's row: the
+    context preview's one read (``feedback.selectors.latest_row_subquery``)."""
+    in_open_session = TutorMessage.objects.filter(
+        session_id=Subquery(_open_session(user_id, OuterRef(OuterRef("pk"))))
+    )
     return student_task_queryset(user_id=user_id, task_id=task_id).annotate(
-        open_session_id=Subquery(open_session),
+        open_session_id=Subquery(_open_session(user_id, OuterRef("pk"))),
         **version_subqueries("course_id", Value(user_id), sends=False),
+        history=history_rows(in_open_session, max_messages),
+        feedback=latest_row_subquery(
+            student_id=user_id,
+            task=OuterRef("pk"),
+            rubric="current_rubric__",
+            prompt_version=prompt_version,
+            engine_version=engine_version,
+        ),
     )
 
 
-STUDENT_TASK_SESSION = PreparedQuery(student_task_session_queryset, user_id="int", task_id="uuid")
+STUDENT_TASK_SESSION = PreparedQuery(
+    student_task_session_queryset,
+    shape=("max_messages",),
+    user_id="int",
+    task_id="uuid",
+    prompt_version="str",
+    engine_version="str",
+)
 
 
-def student_task_and_open_session(
-    user, task_id, field: str = "task"
-) -> tuple[Task, uuid.UUID | None, Versions]:
-    """``student_task``, the id of the student's open session for it and the
-    versions of the request's snapshots (``tutor.snapshots``), in one query."""
-    row = STUDENT_TASK_SESSION.first(user_id=user.pk, task_id=task_id)
+@dataclass(frozen=True)
+class TaskRead:
+    """What the context preview reads in its one statement."""
+
+    task: Task
+    session_id: uuid.UUID | None  # the student's open session for the task, if any
+    versions: Versions  # of the preview's snapshots (tutor.snapshots)
+    history: list[dict]  # the open session's newest messages, oldest first, as ``earlier_messages``
+    feedback: FeedbackSelection  # the student's feedback selection (``select_feedback``)
+
+
+def student_task_and_open_session(user, task_id, field: str = "task") -> TaskRead:
+    """``student_task``, the student's open session for it and the rest the
+    context preview reads (``TaskRead``), in one query."""
+    row = STUDENT_TASK_SESSION.first(
+        user_id=user.pk, task_id=task_id, max_messages=history_limits()[0], **_feedback_versions()
+    )
     if row is None:
         raise InvalidInput("not a task of a course you are enrolled in as a student", field=field)
     task = _task_from(row)
-    versions = versions_from_row(row, course_id=task.course_id, user_id=user.pk, sends=False)
-    return task, row["open_session_id"], versions
+    return TaskRead(
+        task=task,
+        session_id=row["open_session_id"],
+        versions=versions_from_row(row, course_id=task.course_id, user_id=user.pk, sends=False),
+        history=_history(row["history"]),
+        feedback=folded_selection(latest_row_rows(row["feedback"]), task),
+    )
 
 
 def earlier_messages_queryset(*, session_id, before_position, max_messages):

@@ -12,7 +12,7 @@ from tutor.context import assemble_context
 from tutor.models import TutorMessage
 from tutor.openapi import conflict, unavailable
 from tutor.pagination import SeqCursorPagination
-from tutor.selectors import earlier_messages, owned_session, student_task, student_task_and_open_session
+from tutor.selectors import owned_session, student_task, student_task_and_open_session
 from tutor.serializers import (
     ContextBodySerializer,
     ContextQuerySerializer,
@@ -125,16 +125,17 @@ class ContextView(APIView):
 
     @staticmethod
     def _preview(request, task_id, message: str | None) -> Response:
-        task, session_id, versions = student_task_and_open_session(request.user, task_id)
+        read = student_task_and_open_session(request.user, task_id)
         context = assemble_context(
-            snapshot_versions=versions,
+            snapshot_versions=read.versions,
             student=request.user,
-            task=task,
+            task=read.task,
             message=None if message is None else message_text(message),
-            earlier=earlier_messages(session_id),
+            earlier=read.history,
             correlation_id=request.correlation_id,
-            session_id=session_id,
+            session_id=read.session_id,
             preview=True,
+            feedback=read.feedback,
         )
         return Response(
             {

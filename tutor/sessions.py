@@ -179,10 +179,11 @@ def message_send(*, session: TutorSession, content: str, correlation_id: str) ->
             student=session.student,
             task=session.task,
             message=content,
-            earlier=earlier_messages(session.pk, before_position=position),
+            earlier=_earlier(session, position),
             correlation_id=correlation_id,
             session_id=session.pk,
             preview=False,
+            feedback=getattr(session, "feedback", None),
         )
         # No transaction is open here: a slow model never holds a lock.
         try:
@@ -198,6 +199,17 @@ def message_send(*, session: TutorSession, content: str, correlation_id: str) ->
                 reply_pending_since=None
             )
             message_after_send(session=session, user_message=user_message, reply=None, context=None)
+
+
+def _earlier(session: TutorSession, position: int) -> list[dict]:
+    """The history before the message at ``position``: the newest messages
+    the session's statement read with it (``owned_session``) when the claim
+    took the position after all of them -- nothing was written in between --
+    else read again."""
+    history = getattr(session, "history", None)
+    if history is not None and position == session.message_count + 1:
+        return history
+    return earlier_messages(session.pk, before_position=position)
 
 
 class _ClaimLost(Exception):

@@ -26,6 +26,7 @@ a process dying just there leaves other processes' snapshots stale until
 
 from __future__ import annotations
 
+import functools
 import logging
 import secrets
 import threading
@@ -52,10 +53,12 @@ SNAPSHOT_MAX_ENTRIES = 256
 _DIRTY_ATTRIBUTE = "tutor_dirty_scopes"
 
 
+@functools.lru_cache(maxsize=4096)
 def scope_key(name: str, course_id) -> str:
     """The version key of ``name``'s rows of one course (its id in hex, as
     ``version_subqueries`` writes it in SQL), or of the global ones
-    (``course_id`` None)."""
+    (``course_id`` None). Kept per (name, id): a request names its course's
+    keys a few times."""
     return f"{name}:{uuid.UUID(str(course_id)).hex if course_id is not None else 'global'}"
 
 

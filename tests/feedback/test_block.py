@@ -370,6 +370,39 @@ def test_item_cap_is_read_from_settings_at_call_time(task, student, settings):
     assert block["omitted_count"] == 4
 
 
+def test_a_block_kept_for_its_attempt_follows_a_budget_change(task, student, settings):
+    """A terminal attempt's block is rendered once per process and kept
+    (tutor.memo) -- under its budget: a changed setting renders it again."""
+    make_attempt(make_submission(student, task), result=chinese_result())
+    first = feedback_block(select_feedback(student, task))
+    assert feedback_block(select_feedback(student, task)) is first  # kept, not rendered again
+    kept = json.dumps(first.block)
+
+    settings.FEEDBACK_MAX_ITEMS = 2
+    again = feedback_block(select_feedback(student, task))
+
+    assert [item["rubric_id"] for item in again.block["items"]] == ["A1", "A3"]
+    assert len(first.block["items"]) > 2 and json.dumps(first.block) == kept  # the kept one is unchanged
+
+
+def test_a_contract_check_is_made_once_per_attempt_and_budget(task, student, monkeypatch, settings):
+    from feedback import selectors
+
+    checked = []
+    real = selectors.result_contract_error
+    monkeypatch.setattr(
+        selectors, "result_contract_error", lambda result, **kw: checked.append(kw) or real(result, **kw)
+    )
+    make_attempt(make_submission(student, task), result=chinese_result())
+    for _ in range(3):
+        assert select_feedback(student, task).state == FeedbackState.CURRENT
+    assert len(checked) == 1
+
+    settings.FEEDBACK_RUBRIC_ID_CHARS = 1  # now every id of the result is over the limit
+    assert select_feedback(student, task).reason == "contract_violation"
+    assert len(checked) == 2
+
+
 def test_first_item_that_does_not_fit_stops_the_loop(task, student, settings):
     result = review_result(
         [

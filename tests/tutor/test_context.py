@@ -692,14 +692,16 @@ def seed_volume(student, task, session_id, n: int) -> None:
 
 
 # POST /api/tutor/sessions/{id}/messages/:
-#   token auth (1); the caller's session with task, course and rubric and the
-#   versions of the request's snapshots (1: tutor.snapshots);
+#   token auth (1); the caller's session with task, course and rubric, the
+#   versions of the request's snapshots (tutor.snapshots), the session's
+#   newest messages and the feedback selection's row, one statement (1:
+#   tutor.jsonrows);
 #   claim the session and store the user message, one transaction: savepoint,
 #   UPDATE ... WHERE reply pending is null SET the count + 1 RETURNING it (the
 #   message's position), INSERT, release (4); a message that can be a
 #   correction also has its detection's outbox row (the corrections app's
-#   post_save);
-#   earlier messages (1); feedback selection, one statement (1);
+#   post_save); the history read with the session is the history before the
+#   message, as the claim took the position after it (0);
 #   lessons recall with the scope's stage counts and trace lines, from the
 #   scope's snapshots (0; when lessons are recalled, the recalled lessons as
 #   committed -- which of them the session already used: 1 more);
@@ -715,16 +717,16 @@ def seed_volume(student, task, session_id, n: int) -> None:
 # "what now?" can be no correction (no trigger word, no number): no outbox
 # row, no detection (0).
 DETECTION_QUERIES = 0
-MESSAGE_POST_QUERIES = 16 + DETECTION_QUERIES
+MESSAGE_POST_QUERIES = 14 + DETECTION_QUERIES
 # A message that can be a correction: its outbox row, in the claim's transaction.
 OUTBOX_ROW_QUERIES = 1
 # GET /api/tutor/context/:
 #   token auth (1); the task within the caller's enrolment with the open
-#   session's id and the versions of the course's lessons and facts snapshots
-#   and the user's memory snapshot, one statement (1); earlier messages (1);
-#   feedback selection (1); facts, process rules, preferences, memories and
-#   lessons from the snapshots (0).
-CONTEXT_GET_QUERIES = 4
+#   session's id, the versions of the course's lessons and facts snapshots
+#   and the user's memory snapshot, the open session's newest messages and
+#   the feedback selection's row, one statement (1); facts, process rules,
+#   preferences, memories and lessons from the snapshots (0).
+CONTEXT_GET_QUERIES = 2
 # Both for a process whose snapshots are current. A process's first read of a
 # course or user after a change also loads the snapshot (lessons 1, facts and
 # rules 3, memory 2: tests.lessons.test_library,
@@ -793,3 +795,30 @@ def test_context_preview_uses_a_constant_number_of_queries(
     latest = Submission.objects.filter(student=student, task=task).order_by("-submission_seq").first()
     assert preview["feedback"]["submission_seq"] == latest.submission_seq
     assert preview["feedback"]["state"] == "current"
+
+
+@pytest.mark.django_db
+def test_a_turn_whose_session_moved_on_since_it_was_read_reads_its_history_again(task, student, fake_llm):
+    """A turn reads its session's newest messages with the session itself,
+    before it claims the session (one statement). Should another turn have
+    been stored in between, the position its claim takes is not the next
+    after what it read, and it reads the history again: the model gets the
+    whole history before the message."""
+    from tutor.selectors import owned_session
+    from tutor.sessions import message_send, session_open
+
+    fake_llm.default = "noted"
+    session, _ = session_open(student=student, task=task)
+    stale = owned_session(student, session.pk)  # read while the session was empty
+    message_send(session=owned_session(student, session.pk), content="first question", correlation_id="c1")
+
+    message_send(session=stale, content="second question", correlation_id="c2")
+
+    sent = fake_llm.requests[-1]["messages"]
+    assert [m["content"] for m in sent[1:]] == ["first question", "noted", "second question"]
+    assert list(TutorMessage.objects.filter(session=session).values_list("position", flat=True)) == [
+        1,
+        2,
+        3,
+        4,
+    ]

@@ -14,7 +14,7 @@ from django.db.models import DateField, FloatField, Value
 from django.test.utils import isolate_apps
 from django.utils import timezone
 
-from feedback.models import AttemptStatus
+from feedback.models import AttemptStatus, Submission
 from feedback.selectors import LATEST_ROW, LATEST_ROW_WITHOUT_RUBRIC
 from feedback.versions import current_versions
 from tests.factories import enroll, make_attempt, make_course, make_submission, make_task
@@ -74,6 +74,82 @@ def test_feedback_selection_matches_the_orm_in_every_state(task, student, other_
     assert cases[3][0]["attempts__status"] == "queued"  # no compatible attempt: the newest of any versions
 
 
+def folded_feedback_rows(student, task, versions: dict) -> tuple[list[dict], list[dict]]:
+    """The feedback row as the context preview's and a turn's statements carry
+    it (tutor.jsonrows), each with ``versions``' prompt and engine versions."""
+    from feedback.selectors import latest_row_rows
+
+    folded = {
+        **FOLDED,
+        "prompt_version": versions["prompt_version"],
+        "engine_version": versions["engine_version"],
+    }
+    [task_row] = STUDENT_TASK_SESSION.rows(user_id=student.pk, task_id=task.pk, **folded)
+    session, _ = session_open(student=student, task=task)
+    [session_row] = OWNED_SESSION.rows(user_id=student.pk, session_id=session.pk, **folded)
+    return latest_row_rows(task_row["feedback"]), latest_row_rows(session_row["feedback"])
+
+
+def test_the_statements_that_carry_the_feedback_row_carry_the_selectors_row_in_every_state(
+    task, student, other_student
+):
+    """The row the task's and the session's statements carry is the row the
+    feedback selector's own statement returns: none, pending without an
+    attempt, a queued attempt over a completed one, no compatible attempt,
+    a terminal one with its JSON result -- and under changed versions."""
+    versions = current_versions(task).compatible_filter()
+
+    def both_match(**changed):
+        wanted = {**versions, **changed}
+        expected = LATEST_ROW.rows(student_id=student.pk, task_id=task.pk, **wanted)
+        assert folded_feedback_rows(student, task, wanted) == (expected, expected)
+        return expected
+
+    assert both_match() == []  # no submission
+    submission = make_submission(student, task)
+    assert both_match()[0]["attempts__id"] is None  # pending, no attempt
+    make_attempt(submission)
+    make_attempt(make_submission(other_student, task))
+    [completed] = both_match()
+    assert (
+        completed["attempts__result"]["overall"] == "PASS" and completed["attempts__reused_from_id"] is None
+    )
+    make_attempt(submission, AttemptStatus.QUEUED)
+    assert both_match()[0]["attempts__status"] == "queued"
+    assert (
+        both_match(prompt_version="1999.1")[0]["attempts__status"] == "queued"
+    )  # none compatible: the newest
+    assert both_match(engine_version="0")[0]["attempts__id"] is not None
+
+
+def test_the_folded_feedback_row_of_a_task_without_a_rubric_has_no_compatible_attempt(task, student):
+    make_attempt(make_submission(student, task))
+    make_attempt(Submission.objects.get(), AttemptStatus.QUEUED)
+    Task.objects.filter(pk=task.pk).update(current_rubric=None)
+    versions = current_versions(task).compatible_filter()
+
+    expected = LATEST_ROW_WITHOUT_RUBRIC.rows(student_id=student.pk, task_id=task.pk)
+    assert folded_feedback_rows(student, task, versions) == (expected, expected)
+
+
+def test_the_statements_that_carry_history_carry_the_newest_messages(task, student):
+    from tutor.selectors import _history
+
+    session, _ = session_open(student=student, task=task)
+    TutorMessage.objects.bulk_create(
+        TutorMessage(session=session, position=p, role="user" if p % 2 else "assistant", content=f"m{p} ünï")
+        for p in range(1, 31)
+    )
+    expected = EARLIER_MESSAGES.rows(session_id=session.pk, before_position=31, max_messages=12)
+    expected.reverse()  # oldest first, as earlier_messages returns them
+    for max_messages, wanted in ((12, expected), (3, expected[-3:]), (0, [])):
+        folded = {**FOLDED, "max_messages": max_messages}
+        [task_row] = STUDENT_TASK_SESSION.rows(user_id=student.pk, task_id=task.pk, **folded)
+        [session_row] = OWNED_SESSION.rows(user_id=student.pk, session_id=session.pk, **folded)
+        assert _history(task_row["history"]) == wanted == _history(session_row["history"])
+    assert wanted == [] and expected[0] == {"role": "user", "content": "m19 ünï"}
+
+
 def test_json_results_come_back_decoded(task, student):
     make_attempt(make_submission(student, task))
 
@@ -84,6 +160,10 @@ def test_json_results_come_back_decoded(task, student):
     assert row["attempts__result"]["overall"] == "PASS"
 
 
+# What the task's and the session's statements read besides their rows (tutor.selectors).
+FOLDED = {"prompt_version": "2024.1", "engine_version": "1", "max_messages": 12}
+
+
 def test_student_task_and_sessions_match_the_orm(task, student, other_student, staff):
     assert len(assert_matches_orm(STUDENT_TASK, user_id=student.pk, task_id=task.pk)) == 1
     assert assert_matches_orm(STUDENT_TASK, user_id=staff.pk, task_id=task.pk) == []  # staff, not student
@@ -91,17 +171,17 @@ def test_student_task_and_sessions_match_the_orm(task, student, other_student, s
     other_task = make_task(make_course("other-202"))
     assert assert_matches_orm(STUDENT_TASK, user_id=student.pk, task_id=other_task.pk) == []
 
-    [row] = assert_matches_orm(STUDENT_TASK_SESSION, user_id=student.pk, task_id=task.pk)
+    [row] = assert_matches_orm(STUDENT_TASK_SESSION, user_id=student.pk, task_id=task.pk, **FOLDED)
     assert row["open_session_id"] is None  # no session yet
     archived, _ = session_open(student=student, task=task)
     session, _ = session_open(student=student, task=task, new=True)  # archives the first
-    [row] = assert_matches_orm(STUDENT_TASK_SESSION, user_id=student.pk, task_id=task.pk)
+    [row] = assert_matches_orm(STUDENT_TASK_SESSION, user_id=student.pk, task_id=task.pk, **FOLDED)
     assert row["open_session_id"] == session.pk != archived.pk and row["id"] == task.pk
-    [row] = assert_matches_orm(STUDENT_TASK_SESSION, user_id=other_student.pk, task_id=task.pk)
+    [row] = assert_matches_orm(STUDENT_TASK_SESSION, user_id=other_student.pk, task_id=task.pk, **FOLDED)
     assert row["open_session_id"] is None  # another student's session is not theirs
-    assert assert_matches_orm(STUDENT_TASK_SESSION, user_id=staff.pk, task_id=task.pk) == []
-    assert len(assert_matches_orm(OWNED_SESSION, user_id=student.pk, session_id=session.pk)) == 1
-    assert assert_matches_orm(OWNED_SESSION, user_id=other_student.pk, session_id=session.pk) == []
+    assert assert_matches_orm(STUDENT_TASK_SESSION, user_id=staff.pk, task_id=task.pk, **FOLDED) == []
+    assert len(assert_matches_orm(OWNED_SESSION, user_id=student.pk, session_id=session.pk, **FOLDED)) == 1
+    assert assert_matches_orm(OWNED_SESSION, user_id=other_student.pk, session_id=session.pk, **FOLDED) == []
 
     for position in range(1, 31):
         TutorMessage.objects.create(session=session, position=position, role="user", content=f"m{position}")
@@ -528,7 +608,8 @@ def test_the_tutor_turn_inserts_match_the_orm(task, student, monkeypatch):
     session, _ = session_open(student=student, task=task)
     message = assert_insert_matches_orm(
         MESSAGE, monkeypatch, id=uuid.uuid4(), session=session, position=1, role=TutorMessage.Role.USER,
-        content="ünïcode \u2028 and a 'quote': it is 630 mm", correlation_id="c1", context_meta={"a": [1, "x"], "b": None},
+        content="ünïcode \u2028 and a 'quote': it is 630 mm", correlation_id="c1",
+        context_meta={"a": [1, "x"], "b": None},
     )  # fmt: skip
     assert PendingDetection.objects.filter(message=message).exists()  # its post_save receiver ran (a number)
     PendingDetection.objects.filter(message=message).delete()

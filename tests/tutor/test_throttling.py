@@ -73,7 +73,8 @@ def test_a_request_costs_the_same_whatever_the_rate(file_cache):
             assert throttle_on(file_cache).allow_request(post_as(7), _View())
 
     assert file_cache.get("throttle_window_messages_7") == 300
-    assert len(open(file_cache._key_to_file("throttle_window_messages_7"), "rb").read()) < 40
+    with open(file_cache._key_to_file("throttle_window_messages_7"), "rb") as stored:
+        assert len(stored.read()) < 40
 
 
 def test_past_the_rate_is_refused_until_the_window_ends(file_cache, monkeypatch):
