@@ -32,6 +32,7 @@ from corrections.text import (
     clean_statement,
     cut_text,
     is_content,
+    normalize,
     ordered_unique,
     text_key,
     topic_tokens,
@@ -131,15 +132,27 @@ def statement_sentences(doc: Analysed) -> list[Span]:
     return [s for s in doc.sentences if not doc.is_question(s)]
 
 
+_CANDIDATE_GROUPS = (PROCESS_TRIGGERS, PREFERENCE_TRIGGERS, CORRECTION_TRIGGERS, NEGATIVE_TRIGGERS)
+_EVERY_TRIGGER = tuple(dict.fromkeys(phrase for group in _CANDIDATE_GROUPS for phrase in group))
+_DIGIT = re.compile(r"\d")
+
+
 def is_candidate(text: str) -> bool:
     """Could ``text`` be a correction at all? A trigger word or a number
-    outside a question; False means no detection can find anything."""
+    outside a question; False means no detection can find anything.
+
+    Run on every stored user message (``corrections.services.dispatch``).
+    Most hold neither a digit nor any trigger phrase as a substring of their
+    normalised text, which a trigger word and a number need: those are
+    answered without reading the text's words and sentences."""
+    norm = normalize(text)
+    if not _DIGIT.search(norm) and not any(phrase in norm for phrase in _EVERY_TRIGGER):
+        return False
     doc = Analysed(text)
     spans = statement_sentences(doc)
     if not spans:
         return False
-    groups = (PROCESS_TRIGGERS, PREFERENCE_TRIGGERS, CORRECTION_TRIGGERS, NEGATIVE_TRIGGERS)
-    if any(find_phrases(doc, group, spans) for group in groups):
+    if any(find_phrases(doc, group, spans) for group in _CANDIDATE_GROUPS):
         return True
     return any(doc.quantities_in(span) for span in spans)
 

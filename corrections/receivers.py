@@ -6,18 +6,20 @@ from django.db import transaction
 from django.db.models.signals import post_delete, post_save
 
 from tutor.models import Task, TutorMessage
-from tutor.signals import user_message_handled
+from tutor.signals import user_message_handled, user_message_rows
 
 
-def keep_detection_pending(sender, instance, created, raw, **kwargs) -> None:
-    """SPEC §5: a stored user message's detection goes in the outbox in the
-    transaction that stores the message, so no crash between the commit and
-    the worker loses it -- when the message can be a correction at all
-    (``corrections.services.dispatch.detection_needed``)."""
-    from corrections.services.dispatch import detection_needed, detection_pending
+def detection_outbox_rows(sender, message, **kwargs) -> list:
+    """SPEC §5: a user message's detection goes in the outbox in the write
+    that stores the message (``tutor.signals.user_message_rows``), so no
+    crash between the commit and the worker loses it -- when the message can
+    be a correction at all (``corrections.services.dispatch.detection_needed``)."""
+    from corrections.services.dispatch import OUTBOX_ROW, detection_needed, detection_row
+    from tutor.guarded_writes import Row
 
-    if created and not raw and instance.role == TutorMessage.Role.USER and detection_needed(instance):
-        detection_pending(message=instance)
+    if message.role != TutorMessage.Role.USER or not detection_needed(message):
+        return []
+    return [Row(OUTBOX_ROW, detection_row(message=message))]
 
 
 def enqueue_detection(sender, message, session, reply, **kwargs) -> None:
@@ -90,9 +92,7 @@ def memory_item_deleted(sender, *, instance, **kwargs) -> None:
 def connect_receivers() -> None:
     from corrections.models import Fact, MemoryItem, ProcessRule
 
-    post_save.connect(
-        keep_detection_pending, sender=TutorMessage, dispatch_uid="corrections.keep_detection_pending"
-    )
+    user_message_rows.connect(detection_outbox_rows, dispatch_uid="corrections.detection_outbox_rows")
     user_message_handled.connect(enqueue_detection, dispatch_uid="corrections.enqueue_detection")
     post_save.connect(index_task, sender=Task, dispatch_uid="corrections.index_task")
     post_delete.connect(memory_item_deleted, sender=MemoryItem, dispatch_uid="corrections.memory.deleted")

@@ -16,6 +16,7 @@ from django.db.models import Q
 
 from feedback.models import ReviewAttempt, Submission
 from tutor import tags as task_tags
+from tutor.jsonfield import CompactJSONField
 from tutor.models import Course, Task, TutorSession
 
 # SPEC §6: at most three ``add`` deltas per signal attempt, across requests.
@@ -232,11 +233,11 @@ class RecallTrace(models.Model):
     session = models.ForeignKey(
         TutorSession, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
-    context = models.JSONField()  # {tags, symptoms}
-    params = models.JSONField()  # the weights and brakes in force
-    lines = models.JSONField()  # at most LESSON_TRACE_MAX_LINES
-    counts = models.JSONField()  # every lesson's decision, listed or not
-    omitted = models.JSONField()  # per decision, the lessons not listed in ``lines``
+    context = CompactJSONField()  # {tags, symptoms}
+    params = CompactJSONField()  # the weights and brakes in force
+    lines = CompactJSONField()  # at most LESSON_TRACE_MAX_LINES
+    counts = CompactJSONField()  # every lesson's decision, listed or not
+    omitted = CompactJSONField()  # per decision, the lessons not listed in ``lines``
     used_tokens = models.PositiveIntegerField()
     budget_tokens = models.PositiveIntegerField()
     recalled = models.ManyToManyField(Lesson, through="RecalledLesson", related_name="recall_traces")

@@ -18,7 +18,7 @@ from lessons.library import (
     other_lessons_scope_keys,
 )
 from lessons.recall import recalled_item
-from lessons.services.usage import recall_record
+from lessons.services.usage import recall_record, recall_rows
 from lessons.text import render_lesson
 from tutor.fencing import fence
 from tutor.providers import LESSONS_CHARS, LESSONS_POSITION, ContextRequest, Section, SectionProvider
@@ -102,6 +102,19 @@ class LessonsSection(SectionProvider):
         if request.preview or section.state is None:
             return
         recall_record(
+            result=section.state,
+            student=request.student,
+            task=request.task,
+            session_id=request.session_id,
+            correlation_id=request.correlation_id,
+        )
+
+    def after_send_rows(self, request: ContextRequest, section: Section) -> list | None:
+        """The trace and its recalled lessons as rows of the reply's write,
+        when no recalled lesson is a new use of the session (``recall_rows``)."""
+        if request.preview or section.state is None:
+            return []
+        return recall_rows(
             result=section.state,
             student=request.student,
             task=request.task,

@@ -210,20 +210,22 @@ def _round(value: float) -> float:
     return round(value, 4)
 
 
-def scored_line(item: Scored) -> dict:
+def scored_line(
+    decision: str, score: float, row: LessonRow, tag: float, symptom: float, decay: float
+) -> dict:
     return {
-        "lesson": str(item.row.id),
-        "title": item.row.title,
-        "decision": item.decision,
-        "score": _round(item.score),
-        "components": {name: _round(value) for name, value in item.components.items()},
-        "tokens": item.row.tokens,
+        "lesson": row.id_text,
+        "title": row.title,
+        "decision": decision,
+        "score": round(score, 4),
+        "components": {"tag": round(tag, 4), "symptom": round(symptom, 4), "decay": round(decay, 4)},
+        "tokens": row.tokens,
     }
 
 
 def filtered_line(row: LessonRow, decision: str) -> dict:
     return {
-        "lesson": str(row.id),
+        "lesson": row.id_text,
         "title": row.title,
         "decision": decision,
         "score": None,
@@ -233,21 +235,23 @@ def filtered_line(row: LessonRow, decision: str) -> dict:
 
 
 def _lines(
-    filtered: list[tuple[LessonRow, str]],
-    candidates: list[Scored],
-    recalled: list[Scored],
-    params: RecallParams,
-) -> tuple[list[dict], list[dict]]:
-    # The recalled lessons are always listed; the other scored ones in rank order as room allows.
-    room = max(params.max_lines - len(recalled), 0)
-    others = {id(item) for item in [c for c in candidates if c.decision != Decision.RECALLED][:room]}
-    scored_lines = [
-        scored_line(item) for item in candidates if item.decision == Decision.RECALLED or id(item) in others
-    ]
+    filtered: list[tuple[LessonRow, str]], ranked: list[tuple], recalled: int, params: RecallParams
+) -> list[dict]:
+    """The trace's lines: the filtered lessons first, by id, then the scored
+    ones in rank order (``ranked``: (decision, score, row, parts…)). The
+    recalled lessons are always listed, the other scored ones as room allows,
+    then the filtered ones in what is left."""
+    room = max(params.max_lines - recalled, 0)
+    scored_lines = []
+    for decision, *scored in ranked:
+        if decision != Decision.RECALLED:
+            if room <= 0:
+                continue
+            room -= 1
+        scored_lines.append(scored_line(decision, *scored))
     room = max(params.max_lines - len(scored_lines), 0)
-    filtered.sort(key=lambda pair: _id_order(pair[0].id))
-    filtered_lines = [filtered_line(row, decision) for row, decision in filtered[:room]]
-    return filtered_lines, scored_lines
+    filtered.sort(key=lambda pair: pair[0].rank_key)
+    return [filtered_line(row, decision) for row, decision in filtered[:room]] + scored_lines
 
 
 def _id_order(lesson_id) -> int | str:
@@ -310,7 +314,7 @@ def recall(
     # Step 3, the brakes, in rank order: floor → top_k → budget.
     reached = dict.fromkeys(DECISIONS, 0)
     recalled: list[Scored] = []
-    candidates: list[Scored] = []
+    ranked: list[tuple] = []  # (decision, score, row, tag, symptom, decay): what the lines show
     used = 0
     top_k, budget_tokens = params.top_k, params.budget_tokens
     for n, (negative, _, row, tag, symptom, decay) in enumerate(scored):
@@ -326,27 +330,20 @@ def recall(
             decision = Decision.BUDGET
         else:
             decision = Decision.RECALLED
+            components = {"tag": tag, "symptom": symptom, "decay": decay}
+            recalled.append(Scored(row=row, score=score, components=components, decision=decision))
+            used += row.tokens
         reached[decision] += 1
-        if decision == Decision.RECALLED or lines:
-            item = Scored(
-                row=row,
-                score=score,
-                components={"tag": tag, "symptom": symptom, "decay": decay},
-                decision=decision,
-            )
-            candidates.append(item)
-            if decision == Decision.RECALLED:
-                recalled.append(item)
-                used += row.tokens
+        if lines:
+            ranked.append((decision, score, row, tag, symptom, decay))
     for _, decision in filtered:
         reached[decision] += 1
 
-    filtered_lines, scored_lines = _lines(filtered, candidates, recalled, params) if lines else ([], [])
     result = RecallResult(
         context=ctx,
         params=params,
         recalled=recalled,
-        lines=filtered_lines + scored_lines,
+        lines=_lines(filtered, ranked, len(recalled), params) if lines else [],
         used_tokens=used,
         reached=reached,
     )

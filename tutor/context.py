@@ -122,3 +122,17 @@ def context_after_send(context: AssembledContext) -> None:
     never calls it."""
     for provider, section in context.sections:
         provider.after_send(context.request, section)
+
+
+def context_after_send_rows(context: AssembledContext) -> list | None:
+    """The effects of a real send as rows (``SectionProvider.after_send_rows``),
+    every provider's, to store with the reply in one write; None when one
+    provider's effects are more than rows this time (``context_after_send``
+    then applies them all)."""
+    rows: list = []
+    for provider, section in context.sections:
+        found = provider.after_send_rows(context.request, section)
+        if found is None:
+            return None
+        rows.extend(found)
+    return rows

@@ -237,12 +237,12 @@ def chat(
     raise ModelUnavailable(f"the model provider is unavailable after {tries} tries: {last_error}")
 
 
-def record_offline_call(
+def offline_call(
     messages: list[dict], *, purpose: str, reply: str, correlation_id: str | None = None, course_id=None
 ) -> ModelCall:
-    """Audit row for a reply composed by the offline tutor: the request is the
-    one a real model would have received (SPEC §4)."""
-    return MODEL_CALL.create(
+    """The audit row (unsaved) of a reply composed by the offline tutor: the
+    request is the one a real model would have received (SPEC §4)."""
+    return ModelCall(
         purpose=purpose,
         course_id=course_id,
         correlation_id=correlation_id or get_correlation_id(),
@@ -251,6 +251,17 @@ def record_offline_call(
         response_text=reply,
         status=ModelCall.Status.OFFLINE,
     )
+
+
+def record_offline_call(
+    messages: list[dict], *, purpose: str, reply: str, correlation_id: str | None = None, course_id=None
+) -> ModelCall:
+    """Store ``offline_call``'s row."""
+    call = offline_call(
+        messages, purpose=purpose, reply=reply, correlation_id=correlation_id, course_id=course_id
+    )
+    [stored] = MODEL_CALL.create_many([call])
+    return stored
 
 
 def model_calls_purge(*, now=None) -> int:

@@ -8,6 +8,7 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
+from tutor.jsonfield import CompactJSONField
 from tutor.tags import tags_cleaned, tags_problem, validate_tags
 
 
@@ -126,9 +127,9 @@ class ModelCall(models.Model):
     course = models.ForeignKey(Course, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     correlation_id = models.CharField(max_length=64, db_index=True)
     model = models.CharField(max_length=200)
-    request_messages = models.JSONField()
+    request_messages = CompactJSONField()
     response_text = models.TextField(blank=True)
-    response_json = models.JSONField(null=True, blank=True)
+    response_json = CompactJSONField(null=True, blank=True)
     status = models.CharField(max_length=16, choices=Status.choices)
     http_status = models.PositiveSmallIntegerField(null=True, blank=True)
     error = models.TextField(blank=True)
@@ -186,7 +187,7 @@ class TutorMessage(models.Model):
     role = models.CharField(max_length=16, choices=Role.choices)
     content = models.TextField()
     correlation_id = models.CharField(max_length=64, blank=True)
-    context_meta = models.JSONField(null=True, blank=True)
+    context_meta = CompactJSONField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

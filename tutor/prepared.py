@@ -237,7 +237,10 @@ class PreparedQuery:
         """The same rows as tuples, in ``values()``'s column order."""
         return [tuple(row) for row in self._fetch(using, values)[1]]
 
-    def _fetch(self, using: str, values: dict) -> tuple[_Compiled, list]:
+    def bound(self, using: str, values: dict) -> tuple[_Compiled, list]:
+        """The compiled statement for ``values`` (and the ``shape``
+        arguments, taken out of ``values``) and its parameters, in the
+        database's form."""
         shape = {name: values.pop(name) for name in self.shape}
         lists = {name: list(values[name]) for name in self.kinds if self._is_list(name)}
         compiled = self.compiled(using, lengths={name: len(v) for name, v in lists.items()}, **shape)
@@ -252,6 +255,13 @@ class PreparedQuery:
             params[position] = (
                 lists[name][index] if index is not None else self._db_value(name, values[name], connection)
             )
+        return compiled, params
+
+    def _fetch(self, using: str, values: dict) -> tuple[_Compiled, list]:
+        compiled, params = self.bound(using, values)
+        if compiled.empty:
+            return compiled, []
+        connection = connections[using]
         fetched = fetch_all(connection, compiled.sql, params, compiled.native)
         if compiled.converters:
             fetched = [self._converted(row, compiled.converters, connection) for row in fetched]
@@ -307,6 +317,7 @@ class PreparedUpdate(PreparedQuery):
     ):
         super().__init__(build, shape=shape, **kinds)
         self.returning = returning
+        self.returning_column = returning  # the column's name, once compiled
 
     def _statement(self, built, using: str) -> tuple:
         queryset, values = built
@@ -341,6 +352,7 @@ class PreparedUpdate(PreparedQuery):
         if not sql:
             raise PreparationError("the update sets nothing")
         field = queryset.model._meta.get_field(self.returning)
+        self.returning_column = field.column
         quoted = compiler.connection.ops.quote_name(field.column)
         return (
             compiler,
@@ -409,7 +421,9 @@ class PreparedInsert:
             self._sql[using] = sql
         return sql
 
-    def _params(self, obj, connection) -> list:
+    def params(self, obj, connection) -> list:
+        """The values of ``obj``'s row as the INSERT sends them (each field's
+        ``pre_save``, then its ``get_db_prep_save``, as the ORM's insert compiler)."""
         params = []
         for field in self.fields:
             value = field.pre_save(obj, True)
@@ -436,7 +450,7 @@ class PreparedInsert:
         if signalled[0]:
             for obj in objs:
                 pre_save.send(sender=model, instance=obj, raw=False, using=using, update_fields=None)
-        rows = [self._params(obj, connection) for obj in objs]
+        rows = [self.params(obj, connection) for obj in objs]
         sql = self.sql(using)
         with transaction.mark_for_rollback_on_error(using=using), connection.cursor() as cursor:
             if len(rows) == 1:

@@ -109,6 +109,14 @@ class SectionProvider(ABC):
     def after_send(self, request: ContextRequest, section: Section) -> None:  # noqa: B027
         """Effects of a real send; the default has none."""
 
+    def after_send_rows(self, request: ContextRequest, section: Section) -> list | None:
+        """The effects of a real send as rows to store with the reply, in its
+        one atomic write (``tutor.guarded_writes.Row``), when rows are all
+        they are this time; None when ``after_send`` must run instead. The
+        default: none for a provider without effects; None for one that
+        overrides only ``after_send``."""
+        return [] if type(self).after_send is SectionProvider.after_send else None
+
 
 _registry: dict[str, SectionProvider] = {}
 _ordered: list[tuple[SectionProvider, ...]] = []  # the sorted registry, until it changes

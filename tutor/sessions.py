@@ -10,19 +10,20 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 from django.conf import settings
-from django.db import DatabaseError, IntegrityError, router, transaction
+from django.db import DatabaseError, DataError, IntegrityError, router, transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
 from tutor import llm
-from tutor.context import AssembledContext, assemble_context, context_after_send
+from tutor.context import AssembledContext, assemble_context, context_after_send, context_after_send_rows
 from tutor.errors import Conflict, ServiceUnavailable
+from tutor.guarded_writes import Row, guarded_write
 from tutor.models import Task, TutorMessage, TutorSession
 from tutor.offline import offline_reply
 from tutor.prepared import PreparedInsert, PreparedUpdate
 from tutor.redaction import redact, unmarked
 from tutor.selectors import earlier_messages
-from tutor.signals import user_message_handled
+from tutor.signals import user_message_handled, user_message_rows
 
 log = logging.getLogger(__name__)
 
@@ -111,24 +112,37 @@ REPLY = PreparedUpdate(
 MESSAGE = PreparedInsert(TutorMessage)
 
 
-def _claim(session: TutorSession) -> tuple:
-    """Take the session's reply slot for a user message; call inside the
-    transaction that stores the message. Returns the claim's time, which is
+def _claim(session: TutorSession, content: str, correlation_id: str) -> tuple:
+    """Take the session's reply slot and store the user message it is taken
+    for -- with the rows other apps store with it (``user_message_rows``) --
+    in one atomic write (``tutor.guarded_writes``): nothing is written for a
+    session that is busy or archived. Returns the claim's time, which is
     also its token (only the request holding it may store the reply or
-    release it), and the message's position: the session's message count
-    as the claim left it, read by the same statement where the database
-    returns it (else read next, under the claim)."""
+    release it), and the stored message, at the position the claim's count
+    gave it (the session's message count as the claim left it)."""
     now = timezone.now()
-    claimed = CLAIM.run(
-        router.db_for_write(TutorSession), session_id=session.pk, now=now, expired_before=reply_claim_expiry()
+    using = router.db_for_write(TutorSession)
+    message = TutorMessage(
+        session=session, role=TutorMessage.Role.USER, content=content, correlation_id=correlation_id
+    )
+    rows = [Row(MESSAGE, message, from_guard=("position",))]
+    for _, extra in user_message_rows.send(sender=TutorMessage, message=message):
+        rows.extend(extra or ())
+    values = {"session_id": session.pk, "now": now, "expired_before": reply_claim_expiry()}
+    claimed = guarded_write(
+        CLAIM,
+        values,
+        rows,
+        using=using,
+        reread=lambda: (
+            TutorSession.objects.using(using).values_list("message_count", flat=True).get(pk=session.pk)
+        ),
     )
     if not claimed.count:
         if session.archived:
             raise SessionArchived("this session is archived; open a new one")
         raise SessionBusy("a reply to your previous message is still being written")
-    if claimed.values:
-        return now, claimed.values[0]
-    return now, TutorSession.objects.values_list("message_count", flat=True).get(pk=session.pk)
+    return now, message
 
 
 def sessions_release_stale(*, now=None) -> int:
@@ -160,18 +174,13 @@ def message_send(*, session: TutorSession, content: str, correlation_id: str) ->
     """
     content = message_text(content)
     try:
-        # The claim and the message it is taken for, in one transaction: a
-        # session that is busy, or whose next position was taken meanwhile
-        # (a request that outlived its claim stored an exchange after all),
-        # is left as it was.
-        with transaction.atomic():
-            claim, position = _claim(session)
-            user_message = MESSAGE.create(
-                session=session, position=position, role=TutorMessage.Role.USER,
-                content=content, correlation_id=correlation_id,
-            )  # fmt: skip
+        # The claim and the message it is taken for, in one write: a session
+        # that is busy, or whose next position was taken meanwhile (a request
+        # that outlived its claim stored an exchange after all), is left as it was.
+        claim, user_message = _claim(session, content, correlation_id)
     except IntegrityError:
         raise SessionBusy("a reply to your previous message is still being written") from None
+    position = user_message.position
     reply = None
     try:
         context = assemble_context(
@@ -218,28 +227,50 @@ class _ClaimLost(Exception):
 
 def _store_reply(session, claim, user_message, text: str, context, *, offline: bool) -> TutorMessage:
     """Store the reply, release the claim and apply the send's effects
-    (``message_after_send``) in one transaction -- only while this request
-    still holds the claim. The offline tutor's ModelCall row is written in
-    it too, and on its own when the reply is not stored. A reply that cannot
-    be stored (the claim was taken over, or the database refuses it) is a
-    503 like a model outage: the student's message is kept and they can
-    send again."""
+    (``message_after_send``) atomically -- only while this request still
+    holds the claim. The offline tutor's ModelCall row is written with them,
+    and on its own when the reply is not stored. A reply that cannot be
+    stored (the claim was taken over, or the database refuses it) is a 503
+    like a model outage: the student's message is kept and they can send
+    again.
+
+    When the send's effects are rows only (``context_after_send_rows``), the
+    reply, its model call and them are one write (``tutor.guarded_writes``).
+    Should the database refuse that write (``REFUSED``), the effects may be
+    what it refused: the reply is stored again without them in it, the
+    effects applied after it in a savepoint of the same transaction, where a
+    failing one is rolled back alone."""
     position = user_message.position + 1
+    reply = TutorMessage(
+        session=session, position=position, role=TutorMessage.Role.ASSISTANT,
+        content=text, correlation_id=user_message.correlation_id, context_meta=context.meta,
+    )  # fmt: skip
+    call = _offline_call(session, context, text, user_message.correlation_id) if offline else None
+    rows = [Row(MESSAGE, reply)] + ([Row(llm.MODEL_CALL, call)] if call is not None else [])
+    using = router.db_for_write(TutorSession)
+    release = {"session_id": session.pk, "claim": claim, "count": position}
     try:
-        with transaction.atomic():
-            released = REPLY.run(
-                router.db_for_write(TutorSession), session_id=session.pk, claim=claim, count=position
-            )
+        effects = _effect_rows(context, user_message)
+        stored = None
+        if effects is not None:
+            try:
+                stored = guarded_write(REPLY, release, rows + effects, using=using)
+            except REFUSED:
+                log.exception("session %s: the reply and its effects were refused as one write", session.pk)
+        if stored is not None:
+            if stored.count != 1:
+                raise _ClaimLost
+            message_after_send(session=session, user_message=user_message, reply=reply, context=None)
+            return reply
+        with transaction.atomic(using=using):
+            released = REPLY.run(using, **release)
             if released.count != 1:
                 raise _ClaimLost
-            reply = MESSAGE.create(
-                session=session, position=position, role=TutorMessage.Role.ASSISTANT,
-                content=text, correlation_id=user_message.correlation_id, context_meta=context.meta,
-            )  # fmt: skip
-            if offline:
-                _record_offline_call(session, context, text, user_message.correlation_id)
+            MESSAGE.create_many([reply], using=using)
+            if call is not None:
+                llm.MODEL_CALL.create_many([call], using=using)
             message_after_send(session=session, user_message=user_message, reply=reply, context=context)
-            if transaction.get_rollback():
+            if transaction.get_rollback(using=using):
                 # A savepoint could not be rolled back (the connection failed
                 # meanwhile): leaving the block would roll everything back, silently.
                 raise DatabaseError("the reply's transaction can only be rolled back")
@@ -254,6 +285,23 @@ def _store_reply(session, claim, user_message, text: str, context, *, offline: b
         except DatabaseError:
             log.exception("session %s: the offline call of a dropped reply could not be recorded", session.pk)
     raise TutorUnavailable()
+
+
+# A write the database refused for what it holds (a constraint, a value): the
+# reply is written again with the effects apart. A failed connection or
+# commit is not retried: whether it was written is not known.
+REFUSED = (IntegrityError, DataError)
+
+
+def _effect_rows(context: AssembledContext, user_message: TutorMessage) -> list | None:
+    """The send's effects as rows of the reply's write, or None: they are
+    more than rows, or reading them failed (``message_after_send`` then
+    applies them the other way, and logs what fails)."""
+    try:
+        return context_after_send_rows(context)
+    except Exception:
+        log.exception("after-send effects failed for message %s", user_message.pk)
+        return None
 
 
 def _reply_text(session: TutorSession, context: AssembledContext, content: str, correlation_id: str):
@@ -271,14 +319,18 @@ def _reply_text(session: TutorSession, context: AssembledContext, content: str, 
     return offline_reply(task=session.task, feedback=context.feedback, message=content), True
 
 
-def _record_offline_call(session: TutorSession, context: AssembledContext, text: str, correlation_id: str):
-    llm.record_offline_call(
+def _offline_call(session: TutorSession, context: AssembledContext, text: str, correlation_id: str):
+    return llm.offline_call(
         context.messages,
         purpose="tutor",
         reply=text,
         correlation_id=correlation_id,
         course_id=session.task.course_id,
     )
+
+
+def _record_offline_call(session: TutorSession, context: AssembledContext, text: str, correlation_id: str):
+    llm.MODEL_CALL.create_many([_offline_call(session, context, text, correlation_id)])
 
 
 def message_after_send(

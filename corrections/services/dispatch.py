@@ -8,7 +8,7 @@ would take it first and stop there for anything else -- the optional LLM
 classifier only refines what the rules found -- so a message that is no
 candidate needs no outbox row, no task and no worker (SPEC §10: a tutor
 turn's statements). Every candidate gets a ``PendingDetection`` row in the
-transaction that stores it (``corrections.receivers``), and its detection is
+write that stores it (``corrections.receivers``), and its detection is
 published after the commit. The detection task deletes the row once it has
 run. So a detection is never lost between the commit and the worker: when
 the web process dies before publishing, the broker refuses the task, or a
@@ -76,10 +76,10 @@ def detection_needed(message) -> bool:
     return needed
 
 
-def detection_pending(*, message, now: datetime | None = None) -> None:
-    """The outbox row of a user message being stored: call inside the
-    transaction that stores it."""
-    OUTBOX_ROW.create(
+def detection_row(*, message, now: datetime | None = None) -> PendingDetection:
+    """The outbox row (unsaved) of a user message being stored: written with
+    it (``corrections.receivers.detection_outbox_rows``)."""
+    return PendingDetection(
         message=message,
         correlation_id=(message.correlation_id or "")[:64],
         due_at=(now or timezone.now()) + _visibility(),

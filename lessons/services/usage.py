@@ -15,6 +15,7 @@ from lessons.recall import RecallResult
 from tutor.audit import audit_record
 from tutor.conf import optional_setting
 from tutor.errors import Conflict
+from tutor.guarded_writes import Row
 from tutor.models import AuditEvent
 from tutor.prepared import PreparedInsert
 
@@ -32,7 +33,8 @@ def promote_hits() -> int:
 
 
 def _trace(result: RecallResult, *, student, task, session_id, correlation_id: str) -> RecallTrace:
-    return TRACE.create(
+    """The trace of one real request (unsaved)."""
+    return RecallTrace(
         correlation_id=correlation_id,
         course_id=task.course_id,
         student=student,
@@ -59,20 +61,12 @@ def recall_record(*, result: RecallResult, student, task, session_id, correlatio
     wraps the call in a savepoint (a send's effects run in one, in the
     reply's transaction: ``tutor.sessions.message_after_send``)."""
     recalled = result.recalled_ids
+    trace = _trace(result, student=student, task=task, session_id=session_id, correlation_id=correlation_id)
     if not recalled:
-        return _trace(
-            result, student=student, task=task, session_id=session_id, correlation_id=correlation_id
-        )
+        return TRACE.create_many([trace])[0]
     with transaction.atomic(savepoint=False):
-        trace = _trace(
-            result, student=student, task=task, session_id=session_id, correlation_id=correlation_id
-        )
-        RECALLED.create_many(
-            [
-                RecalledLesson(trace=trace, lesson_id=lesson_id, rank=rank)
-                for rank, lesson_id in enumerate(recalled, 1)
-            ]
-        )
+        TRACE.create_many([trace])
+        RECALLED.create_many(_recalled(trace, recalled))
         # Lessons the session had used when recall read them stay used: only
         # the others can be new uses (a session's sends never overlap).
         new = [lesson_id for lesson_id in recalled if lesson_id not in result.used_in_session]
@@ -103,6 +97,26 @@ def recall_record(*, result: RecallResult, student, task, session_id, correlatio
             (SkillCandidate(lesson_id=pk, hit_count=hits) for pk, hits in promoted), ignore_conflicts=True
         )
     return trace
+
+
+def _recalled(trace: RecallTrace, lesson_ids: list) -> list[RecalledLesson]:
+    return [
+        RecalledLesson(trace=trace, lesson_id=lesson_id, rank=rank)
+        for rank, lesson_id in enumerate(lesson_ids, 1)
+    ]
+
+
+def recall_rows(*, result: RecallResult, student, task, session_id, correlation_id: str) -> list[Row] | None:
+    """``recall_record``'s writes as rows to store with the reply
+    (``tutor.guarded_writes``) -- the trace and its recalled lessons -- when
+    that is all they are: no recalled lesson is a new use of the session
+    (nothing to count, nothing to promote). None otherwise: ``recall_record``
+    then writes them."""
+    recalled = result.recalled_ids
+    if session_id is not None and any(lesson_id not in result.used_in_session for lesson_id in recalled):
+        return None
+    trace = _trace(result, student=student, task=task, session_id=session_id, correlation_id=correlation_id)
+    return [Row(TRACE, trace), *(Row(RECALLED, row) for row in _recalled(trace, recalled))]
 
 
 @transaction.atomic(durable=True)

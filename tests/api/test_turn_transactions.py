@@ -22,33 +22,35 @@ WRITE = re.compile(r"(\d+ times: )?(INSERT|UPDATE)", re.IGNORECASE)
 
 
 @pytest.mark.django_db(transaction=True)
-def test_an_offline_turn_with_recalled_lessons_commits_two_transactions(
+def test_an_offline_turn_with_recalled_lessons_is_written_in_two_writes(
     course, task, student_client, session_id
 ):
-    """Committed for real (no test transaction around it): the claim and the
-    user message, then the reply, its ModelCall row, the recall trace and
-    the lesson hits -- two COMMITs, no write on its own before the detection
-    that runs after them."""
+    """Committed for real (no test transaction around it): the claim with the
+    user message, then the reply with its ModelCall row, the recall trace
+    and the recalled lessons (the session had used them: no hit to count)
+    -- two atomic writes, nothing written on its own before the detection
+    that runs after them. On PostgreSQL each write is one statement, its own
+    transaction (tutor.guarded_writes); on SQLite each is a transaction."""
     bulk_lessons(course, 3, tags=TASK_TAGS)
-    send(student_client, session_id, "a first one")  # this process's snapshots
+    send(student_client, session_id, "a first one")  # this process's snapshots; the lessons' first use
 
     with CaptureQueriesContext(connection) as captured:
-        response = send(
-            student_client, session_id, "No, it is 3 items, not 2."
-        )  # a correction: an outbox row
+        response = send(student_client, session_id)
 
     assert response.status_code == 201, response.content
     statements = [query["sql"] for query in captured.captured_queries]
     commits = [i for i, sql in enumerate(statements) if sql.upper().startswith("COMMIT")]
-    assert len(commits) == 2, statements
     # (Django logs an executemany as "3 times: INSERT ...".)
-    writes = [i for i, sql in enumerate(statements[: commits[-1]]) if WRITE.match(sql)]
-    # Claim, message, outbox row; release, reply, ModelCall, trace, recalled
-    # lessons (the session had used them: no hit) -- all committed by the two.
-    assert len(writes) == 8, statements
-    if connection.vendor == "sqlite":  # which logs where each transaction begins, too
+    writes = [i for i, sql in enumerate(statements) if WRITE.match(sql) or sql.startswith("WITH ")]
+    if connection.vendor == "postgresql":
+        assert commits == [], statements
+        assert [statements[i][:24] for i in writes] == ['WITH "guard" AS (UPDATE '] * 2, statements
+        assert "lessons_recalltrace" in statements[writes[1]] and "tutor_modelcall" in statements[writes[1]]
+    else:  # which logs where each transaction begins, too
+        assert len(commits) == 2, statements
+        # Claim, message; release, reply, ModelCall, trace, recalled lessons.
+        assert len(writes) == 7, statements
         begins = [i for i, sql in enumerate(statements) if sql.upper().startswith("BEGIN")]
-        assert len(begins) == 2
         spans = list(zip(begins, commits, strict=True))
         assert all(any(start < i < end for start, end in spans) for i in writes), statements
     assert RecallTrace.objects.count() == 2 and LessonHit.objects.count() == 3
@@ -59,9 +61,11 @@ def test_an_offline_turn_with_recalled_lessons_commits_two_transactions(
 def test_a_failing_effect_is_rolled_back_alone_and_the_reply_is_stored(
     course, task, student_client, session_id, monkeypatch, caplog
 ):
-    """A statement the database refuses while the trace is written (on
-    PostgreSQL it would abort the whole transaction) leaves the reply, its
-    count and the released claim stored; the failure is logged."""
+    """A trace the database refuses (here: a token budget its CHECK
+    constraint rejects; on PostgreSQL a refused statement aborts the whole
+    transaction) leaves the reply, its count and the released claim stored;
+    the failure is logged. The reply's one write with its effects is refused
+    as a whole, and the reply written again with the effects apart."""
     bulk_lessons(course, 3, tags=TASK_TAGS)
     from lessons.services import usage
 
@@ -69,8 +73,7 @@ def test_a_failing_effect_is_rolled_back_alone_and_the_reply_is_stored(
 
     def refused(*args, **kwargs):
         trace = real_trace(*args, **kwargs)
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT * FROM no_such_table_in_this_schema")
+        trace.budget_tokens = -1  # RecallTrace: CHECK (budget_tokens >= 0)
         return trace
 
     monkeypatch.setattr(usage, "_trace", refused)
@@ -183,19 +186,28 @@ def test_a_savepoint_that_cannot_be_rolled_back_is_a_503_not_a_lost_reply(
 def test_a_reply_whose_commit_fails_is_a_503_and_the_hook_runs_once(
     task, student_client, session_id, monkeypatch, handled
 ):
+    """The reply's write fails at the connection -- its COMMIT on SQLite, its
+    one statement on PostgreSQL (tutor.guarded_writes): whether it was
+    written is not known, so it is not tried again."""
+    from django.db import OperationalError
+
     real_commit = connection.commit
     commits = []
 
     def second_commit_fails():
         commits.append(1)
         if len(commits) == 2:  # the reply's transaction
-            from django.db import OperationalError
-
             raise OperationalError("the server closed the connection")
         return real_commit()
 
+    def reply_write_fails(execute, sql, params, many, context):
+        if sql.startswith('WITH "guard"') and "tutor_modelcall" in sql:  # the reply's one statement
+            raise OperationalError("the server closed the connection")
+        return execute(sql, params, many, context)
+
     monkeypatch.setattr(connection, "commit", second_commit_fails)
-    response = send(student_client, session_id)
+    with connection.execute_wrapper(reply_write_fails):
+        response = send(student_client, session_id)
     monkeypatch.undo()
 
     assert response.status_code == 503, response.content

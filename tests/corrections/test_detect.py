@@ -121,6 +121,37 @@ def test_is_candidate_is_false_without_trigger_or_number():
     assert is_candidate("不对")
 
 
+@pytest.mark.parametrize(
+    "text",
+    [
+        "ＡＣＴＵＡＬＬＹ the limit is five",  # full-width: a trigger once normalised
+        "ACTUALLY the limit is five",  # upper case
+        "the limit is ٦٣٠ mm",  # a number in Arabic-Indic digits
+        "the limit is ６３０ mm",  # full-width digits
+        "错了",
+        "I prefer short answers",
+        "you should FIRST write the test",
+    ],
+)
+def test_a_trigger_or_a_number_in_any_form_makes_a_candidate(text):
+    """The first look of ``is_candidate`` (no digit, no trigger anywhere in
+    the normalised text: no candidate) never dismisses what the full reading
+    finds."""
+    assert is_candidate(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Is it actually 630 mm?",  # a trigger and a number, in a question
+        "actuallyness is no word, and wrongful neither",  # triggers inside other words
+        "[REDACTED:email] 是什么",
+    ],
+)
+def test_a_text_that_holds_a_trigger_or_digit_is_still_read_to_the_end(text):
+    assert not is_candidate(text)
+
+
 def test_without_an_assistant_statement_the_topic_comes_from_the_correction():
     found = detect("不对，北京年均降雨量是 630mm", assistant=None)
     assert (found.topic, found.original_statement) == (RAINFALL, "")

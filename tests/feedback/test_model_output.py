@@ -204,16 +204,16 @@ def test_a_reply_the_database_refuses_is_a_503_and_the_session_takes_the_next_me
     fake_llm, student_client, session_id, monkeypatch
 ):
     fake_llm.reply("refused reply", "stored reply")
-    create = sessions.MESSAGE.create  # the turn's insert of its messages
+    values = sessions.MESSAGE.params  # the values of the turn's message rows, as they are sent
     refused = []
 
-    def refuse_first_reply(**fields):
-        if fields["role"] == TutorMessage.Role.ASSISTANT and not refused:
-            refused.append(fields["content"])
+    def refuse_a_reply(obj, connection):
+        if obj.role == TutorMessage.Role.ASSISTANT and obj.content == "refused reply":
+            refused.append(obj.content)  # however the reply is written: with its effects, or apart
             raise DataError("value refused")
-        return create(**fields)
+        return values(obj, connection)
 
-    monkeypatch.setattr(sessions.MESSAGE, "create", refuse_first_reply)
+    monkeypatch.setattr(sessions.MESSAGE, "params", refuse_a_reply)
 
     first = send(student_client, session_id, "first")
     second = send(student_client, session_id, "second")

@@ -25,12 +25,14 @@ from tests.factories import (
 from tests.lessons.conftest import bulk_lessons, make_lesson
 from tests.tutor.test_context import (
     DETECTION_QUERIES,
+    classic_reply_queries,
     open_session,
     query_budget,
     send,
     system_of,
     task_context,
     warm_send_snapshots,
+    write_queries,
 )
 from tutor.coursefile import course_import, validate_course
 
@@ -351,15 +353,17 @@ def test_the_context_preview_makes_one_lesson_query_whatever_the_library(
     assert len(preview["lessons"]["recalled"]) == min(volume, 3)
 
 
-# POST …/messages/ with three lessons recalled: tests.tutor.test_context's
-# MESSAGE_POST_QUERIES (whose last are the after-send step with its trace
-# INSERT, and the correction detection run on commit, which this test leaves
-# uncalled: -DETECTION_QUERIES) plus which of the recalled lessons the session
-# already used (1) and, in the after-send step's savepoint: RecalledLesson
-# INSERT, LessonHit INSERT, hit_count UPDATE of this trace's hits, lessons to
-# promote (4).
+# POST …/messages/ with three lessons recalled for the first time in the
+# session: tests.tutor.test_context's MESSAGE_POST_QUERIES -- but for its
+# reply's write (write_queries(2)) and the correction detection run on commit,
+# which this test leaves uncalled (-DETECTION_QUERIES) -- plus which of the
+# recalled lessons the session already used (1) and the reply written with
+# its effects apart, as they count the lessons' first uses: in the effects'
+# savepoint the trace INSERT, RecalledLesson INSERT, LessonHit INSERT,
+# hit_count UPDATE of this trace's hits, lessons to promote (5).
 def message_with_lessons_queries(snapshot_path: str = "in_transaction") -> int:
-    return query_budget("message", snapshot_path) - DETECTION_QUERIES + 1 + 4
+    turn = query_budget("message", snapshot_path) - DETECTION_QUERIES - write_queries(2)
+    return turn + 1 + classic_reply_queries(5)
 
 
 @pytest.mark.django_db

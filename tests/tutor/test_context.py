@@ -16,6 +16,7 @@ from datetime import timedelta
 import httpx
 import pytest
 from django.core.cache import cache
+from django.db import connection
 from django.utils import timezone
 
 from feedback.models import AttemptStatus, ReviewAttempt, Submission
@@ -691,25 +692,41 @@ def seed_volume(student, task, session_id, n: int) -> None:
     TutorSession.objects.filter(pk=session_id).update(message_count=n)
 
 
+def write_queries(inserts: int) -> int:
+    """One of a turn's two writes (tutor.guarded_writes) inside the test's
+    transaction: its savepoint, then the session's UPDATE and each INSERT on
+    SQLite (an executemany counts once) -- one statement on PostgreSQL --
+    then its release."""
+    return 2 + (1 if connection.vendor == "postgresql" else 1 + inserts)
+
+
+def classic_reply_queries(effects: int) -> int:
+    """A reply whose send's effects are more than rows to insert (a lesson's
+    first use in the session: its hit is counted): savepoint, UPDATE count
+    and pending, INSERT the reply, the effects' savepoint, their
+    statements, release, release."""
+    return 2 + 1 + 1 + 2 + effects
+
+
 # POST /api/tutor/sessions/{id}/messages/:
 #   token auth (1); the caller's session with task, course and rubric, the
 #   versions of the request's snapshots (tutor.snapshots), the session's
 #   newest messages and the feedback selection's row, one statement (1:
 #   tutor.jsonrows);
-#   claim the session and store the user message, one transaction: savepoint,
-#   UPDATE ... WHERE reply pending is null SET the count + 1 RETURNING it (the
-#   message's position), INSERT, release (4); a message that can be a
-#   correction also has its detection's outbox row (the corrections app's
-#   post_save); the history read with the session is the history before the
-#   message, as the claim took the position after it (0);
+#   claim the session and store the user message, one write: UPDATE ... WHERE
+#   reply pending is null SET the count + 1 RETURNING it (the message's
+#   position), INSERT (write_queries(1)); a message that can be a correction
+#   also has its detection's outbox row (OUTBOX_ROW_QUERIES); the history
+#   read with the session is the history before the message, as the claim
+#   took the position after it (0);
 #   lessons recall with the scope's stage counts and trace lines, from the
 #   scope's snapshots (0; when lessons are recalled, the recalled lessons as
 #   committed -- which of them the session already used: 1 more);
 #   ModelCall row of the tutor call, written by the model client (1; the
-#   offline tutor writes it in the reply's transaction, after the reply);
-#   store the reply and apply the send's effects, one transaction: savepoint,
-#   UPDATE count and pending, INSERT, the effects' savepoint, the lessons'
-#   recall trace (no lesson recalled: INSERT), release, release (7);
+#   offline tutor writes it with the reply);
+#   store the reply with the send's effects, one write: UPDATE count and
+#   pending, INSERT the reply, the lessons' recall trace (no lesson
+#   recalled: INSERT) (write_queries(2));
 #   the corrections app's providers from the snapshots (0);
 #   then correction detection, run after commit in-process (eager Celery, the
 #   embedded default), for a message that can be a correction:
@@ -717,9 +734,10 @@ def seed_volume(student, task, session_id, n: int) -> None:
 # "what now?" can be no correction (no trigger word, no number): no outbox
 # row, no detection (0).
 DETECTION_QUERIES = 0
-MESSAGE_POST_QUERIES = 14 + DETECTION_QUERIES
-# A message that can be a correction: its outbox row, in the claim's transaction.
-OUTBOX_ROW_QUERIES = 1
+MESSAGE_POST_QUERIES = 1 + 1 + write_queries(1) + 1 + write_queries(2) + DETECTION_QUERIES
+# A message that can be a correction: its outbox row, an INSERT of the
+# claim's write on SQLite, a part of its one statement on PostgreSQL.
+OUTBOX_ROW_QUERIES = 0 if connection.vendor == "postgresql" else 1
 # GET /api/tutor/context/:
 #   token auth (1); the task within the caller's enrolment with the open
 #   session's id, the versions of the course's lessons and facts snapshots
