@@ -21,6 +21,7 @@ from django.core.signals import setting_changed
 from django.dispatch import receiver
 
 T = TypeVar("T")
+_MISSING = object()
 _read: dict[object, object] = {}
 _state = {"holder": None, "generation": 0}
 _lock = threading.Lock()
@@ -32,6 +33,10 @@ _SETTINGS_DICT = object.__getattribute__(settings, "__dict__")
 
 def optional_setting(name: str, default):
     """The setting ``name``, or ``default`` when it is not set."""
+    if _SETTINGS_DICT["_wrapped"] is _state["holder"]:
+        value = _read.get(name, _MISSING)
+        if value is not _MISSING:
+            return value
     return _kept(name, lambda: getattr(settings, name, default))
 
 

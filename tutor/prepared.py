@@ -31,7 +31,9 @@ detection outbox).
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
+import functools
 import threading
 import uuid
 from collections.abc import Callable
@@ -99,23 +101,36 @@ class _Compiled:
     # (position in the row, converters, expression) of each converted column,
     slots: tuple = ()  # and (position in params, name, index in its list or None) of each slot.
     converters: tuple = ()
+    # The converters of the columns ``raw`` names, left for the caller (``PreparedQuery.convert``).
+    deferred: dict = dataclasses.field(default_factory=dict)
 
 
 def model_columns(model, prefix: str = "") -> list[str]:
     """The ``values()`` names of every concrete column of ``model``, behind
     ``prefix`` (``"course__"`` for a related model's)."""
-    return [f"{prefix}{field.attname}" for field in model._meta.concrete_fields]
+    return list(_columns(model, prefix))
+
+
+@functools.cache
+def _columns(model, prefix: str) -> tuple[str, ...]:
+    return tuple(f"{prefix}{field.attname}" for field in model._meta.concrete_fields)
 
 
 def model_from_row(model, row: dict, prefix: str = ""):
     """The instance a row of ``model_columns(model, prefix)`` holds, built with
     ``Model.from_db`` as the ORM builds it; None when its primary key is null
     (a LEFT JOIN that found nothing)."""
-    names = model_columns(model)
-    values = [row[f"{prefix}{name}"] for name in names]
-    if values[names.index(model._meta.pk.attname)] is None:
+    names, keys, pk = _row_shape(model, prefix)
+    values = [row[key] for key in keys]
+    if values[pk] is None:
         return None
     return model.from_db("default", names, values)
+
+
+@functools.cache
+def _row_shape(model, prefix: str) -> tuple[list[str], tuple[str, ...], int]:
+    names = list(_columns(model, ""))
+    return names, _columns(model, prefix), names.index(model._meta.pk.attname)
 
 
 class PreparedQuery:
@@ -125,15 +140,27 @@ class PreparedQuery:
     SQL itself (a LIMIT read from settings): they are passed to ``build`` as
     they are, and each distinct value compiles once."""
 
-    def __init__(self, build: Callable[..., models.QuerySet], *, shape: tuple[str, ...] = (), **kinds: str):
+    def __init__(
+        self,
+        build: Callable[..., models.QuerySet],
+        *,
+        shape: tuple[str, ...] = (),
+        raw: tuple[str, ...] = (),
+        **kinds: str,
+    ):
         unknown = {kind.removesuffix(LIST) for kind in kinds.values()} - set(_KIND_FIELDS)
         if unknown:
             raise ValueError(f"unknown parameter kinds: {sorted(unknown)}")
         self.build = build
+        # Columns returned as the database gives them: the caller converts
+        # them (``convert``), when it needs to (``tutor.selectors``: a task's
+        # columns, whose model instances are kept per raw row).
+        self.raw = frozenset(raw)
         self.kinds = kinds
         self._base_kinds = {name: kind.removesuffix(LIST) for name, kind in kinds.items()}
         self.shape = shape
         self._compiled: dict[tuple, _Compiled] = {}
+        self._deferred: dict[str, dict] = {}  # per database vendor: ``raw`` columns' converters
         self._lock = threading.Lock()
 
     def _db_value(self, name: str, value, connection):
@@ -176,15 +203,23 @@ class PreparedQuery:
         missing = expected - seen
         if missing:
             raise PreparationError(f"parameters {sorted(missing)} do not reach the SQL as plain values")
+        every = compiler.get_converters(fields)
         converters = tuple(
             (position, tuple(convs), expression)
-            for position, (convs, expression) in compiler.get_converters(fields).items()
+            for position, (convs, expression) in every.items()
+            if names[position] not in self.raw
         )
+        deferred = {
+            names[position]: (tuple(convs), expression)
+            for position, (convs, expression) in every.items()
+            if names[position] in self.raw
+        }
         slots = tuple(
             (position, slot[0], slot[1] if len(slot) == 2 else None)
             for position, slot in enumerate(template)
             if isinstance(slot, tuple)
         )
+        self._deferred[connection.vendor] = deferred
         return _Compiled(
             sql=sql,
             native=native_sql(sql, connection.vendor),
@@ -193,6 +228,7 @@ class PreparedQuery:
             names=names,
             slots=slots,
             converters=converters,
+            deferred=deferred,
         )
 
     @staticmethod
@@ -282,6 +318,26 @@ class PreparedQuery:
     def first(self, using: str = "default", **values) -> dict | None:
         rows = self.rows(using, **values)
         return rows[0] if rows else None
+
+    def convert(self, row: dict, names, using: str = "default", **shape) -> dict:
+        """The ``raw`` columns ``names`` of a row of this query in their
+        Python form, by the ORM's converters (as the other columns are)."""
+        if not names:
+            return {}
+        connection = connections[using]
+        deferred = self._deferred.get(connection.vendor)
+        if deferred is None:  # as every shape of the query reads the same columns, any shape's
+            deferred = self.compiled(using, **shape).deferred
+        converted = {}
+        for name in names:
+            value = row[name]
+            found = deferred.get(name)
+            if found is not None:
+                convs, expression = found
+                for convert in convs:
+                    value = convert(value, expression, connection)
+            converted[name] = value
+        return converted
 
 
 def update_returning_supported(connection) -> bool:

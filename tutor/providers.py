@@ -176,8 +176,9 @@ class TaskSection(SectionProvider):
             "materials": task.materials,
         }
         values, truncated = {}, []
-        for name, limit_name, default in self.FIELDS:
-            values[name], was_cut = cut(raw[name], budget(limit_name, default))
+        limits = [budget(limit_name, default) for _, limit_name, default in self.FIELDS]
+        for (name, _, _), limit in zip(self.FIELDS, limits, strict=True):
+            values[name], was_cut = cut(raw[name], limit)
             if was_cut:
                 truncated.append(name)
         body = (
@@ -186,7 +187,7 @@ class TaskSection(SectionProvider):
             f"Learning goals:\n{values['learning_criteria']}\nMaterials:\n{values['materials']}"
         )
         text = fence("COURSE_TASK", body)
-        total_budget = sum(budget(limit_name, default) for _, limit_name, default in self.FIELDS)
+        total_budget = sum(limits)
         return Section(
             text=text,
             omitted=len(truncated),

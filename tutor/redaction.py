@@ -15,6 +15,7 @@ from __future__ import annotations
 import ipaddress
 import re
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 _NOT_ALNUM_BEFORE = r"(?<![A-Za-z0-9])"
@@ -151,6 +152,33 @@ PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
 )
 
 
+# What each pattern needs the text to hold before it can match -- a literal
+# it always contains, or a length -- so that the patterns a text cannot
+# match are not run (a chat message holds none of most). Each test is as
+# strict as its pattern, never stricter: a case-insensitive literal is
+# searched with the pattern's own flag, a digit as ``\d`` matches it.
+_API_KEY_PREFIXES = (
+    *("sk-", "AKIA", "github_pat_", "AIza", "glpat-", "k_live_", "k_test_", "hf_", "npm_"),
+    *(f"gh{c}_" for c in "pousr"),
+    *(f"xox{c}-" for c in "abprs"),
+)
+_SECRET_WORD = re.compile(r"(?i)pass|pwd|secret|key|token|密码|口令|密钥")
+_BEARER, _BASIC = re.compile(r"(?i)bearer "), re.compile(r"(?i)basic ")
+_DIGIT = re.compile(r"\d")
+_NEEDS: dict[str, Callable[[str], bool]] = {
+    "private_key": lambda text: "-----BEGIN " in text,
+    "url_password": lambda text: "://" in text,
+    "api_key": lambda text: any(prefix in text for prefix in _API_KEY_PREFIXES),
+    "bearer_token": lambda text: _BEARER.search(text) is not None,
+    "jwt": lambda text: "eyJ" in text,
+    "basic_auth": lambda text: _BASIC.search(text) is not None,
+    "password": lambda text: _SECRET_WORD.search(text) is not None,
+    "email": lambda text: "@" in text,
+    "ip_address": lambda text: ":" in text or ("." in text and _DIGIT.search(text) is not None),
+    "secret": lambda text: len(text) >= 32,
+}
+
+
 def _is_ipv6(text: str) -> bool:
     try:
         ipaddress.IPv6Address(text)
@@ -198,6 +226,8 @@ def redact(text: str) -> Redacted:
         return Redacted(text or "")
     found: Counter[str] = Counter()
     for kind, pattern in PATTERNS:
+        if not _NEEDS[kind](text):
+            continue
 
         def replace(match: re.Match[str], kind: str = kind) -> str:
             if kind == "ip_address" and "::" in match.group(0) and not _is_ipv6(match.group(0)):

@@ -7,7 +7,9 @@ constants, overridable in settings under the same name.
 
 from __future__ import annotations
 
-from tutor.conf import optional_setting
+import functools
+
+from tutor.conf import from_settings, optional_setting
 
 ELLIPSIS = "…"
 TASK_GOAL_CHARS = 1000
@@ -17,7 +19,14 @@ TASK_MATERIALS_CHARS = 2000
 
 
 def budget(name: str, default: int) -> int:
-    return int(optional_setting(name, default))
+    """The budget ``name`` in force (kept until a setting changes)."""
+    return from_settings(_budget_reader(name, default))
+
+
+@functools.cache
+def _budget_reader(name: str, default: int):
+    # One reader per budget: the key ``from_settings`` keeps its value under.
+    return lambda: int(optional_setting(name, default))
 
 
 def cut(text: str, limit: int) -> tuple[str, bool]:

@@ -18,6 +18,7 @@ from feedback.selectors import FeedbackSelection, folded_selection, latest_row_r
 from tutor.errors import InvalidInput
 from tutor.history import history_limits
 from tutor.jsonrows import JSONRows
+from tutor.memo import Memo
 from tutor.models import Course, Enrollment, Rubric, Task, TutorMessage, TutorSession
 from tutor.prepared import PreparedQuery, model_columns, model_from_row
 from tutor.snapshots import Versions, version_subqueries, versions_from_row
@@ -29,7 +30,26 @@ _TASK_COLUMNS = [
 ]
 
 
-def _task_from(row: dict, prefix: str = "") -> Task:
+def _task_columns(prefix: str = "") -> tuple[str, ...]:
+    return tuple(f"{prefix}{column}" for column in _TASK_COLUMNS)
+
+
+# A task with its course and current rubric, kept per the values its columns
+# held as the database returned them (``PreparedQuery`` ``raw``): the same
+# values make the same instances, so a student's every turn on a task does
+# not convert and build them again (its JSON, its dates: SPEC §10), and a
+# task changed in any column is another key. The instances are shared by the
+# requests that read them: never changed.
+TASKS = Memo("tasks with course and rubric", 1024)
+
+
+def _task_from(prepared: PreparedQuery, row: dict, prefix: str = "", **shape) -> Task:
+    names = _task_columns(prefix)
+    raw = tuple(row[name] for name in names)
+    return TASKS.get_or_make(raw, lambda: _task_built(prepared.convert(row, names, **shape), prefix))
+
+
+def _task_built(row: dict, prefix: str) -> Task:
     task = model_from_row(Task, row, prefix)
     task.course = model_from_row(Course, row, f"{prefix}course__")
     task.current_rubric = model_from_row(Rubric, row, f"{prefix}current_rubric__")
@@ -48,7 +68,7 @@ def student_task_queryset(*, user_id, task_id):
     )
 
 
-STUDENT_TASK = PreparedQuery(student_task_queryset, user_id="int", task_id="uuid")
+STUDENT_TASK = PreparedQuery(student_task_queryset, raw=_task_columns(), user_id="int", task_id="uuid")
 
 
 def student_task(user, task_id, field: str = "task") -> Task:
@@ -57,7 +77,7 @@ def student_task(user, task_id, field: str = "task") -> Task:
     row = STUDENT_TASK.first(user_id=user.pk, task_id=task_id)
     if row is None:
         raise InvalidInput("not a task of a course you are enrolled in as a student", field=field)
-    return _task_from(row)
+    return _task_from(STUDENT_TASK, row)
 
 
 def history_rows(messages, max_messages: int) -> JSONRows | Value:
@@ -120,6 +140,7 @@ def owned_session_queryset(*, user_id, session_id, prompt_version, engine_versio
 OWNED_SESSION = PreparedQuery(
     owned_session_queryset,
     shape=("max_messages",),
+    raw=_task_columns("task__"),
     user_id="int",
     session_id="uuid",
     prompt_version="str",
@@ -134,14 +155,15 @@ def owned_session(user, session_id) -> TutorSession:
     ``snapshot_versions``, ``history`` (its newest messages, oldest first, as
     ``earlier_messages`` returns them for a message after all of them) and
     ``feedback`` (the student's feedback selection for the task)."""
+    max_messages = history_limits()[0]
     row = OWNED_SESSION.first(
-        user_id=user.pk, session_id=session_id, max_messages=history_limits()[0], **_feedback_versions()
+        user_id=user.pk, session_id=session_id, max_messages=max_messages, **_feedback_versions()
     )
     if row is None:
         raise Http404("no such session")
     session = model_from_row(TutorSession, row)
     session.student = user
-    session.task = _task_from(row, "task__")
+    session.task = _task_from(OWNED_SESSION, row, "task__", max_messages=max_messages)
     # The snapshots' versions, read in this statement (tutor.snapshots).
     session.snapshot_versions = versions_from_row(row, course_id=session.task.course_id, user_id=user.pk)
     session.history = _history(row["history"])
@@ -179,6 +201,7 @@ def student_task_session_queryset(*, user_id, task_id, prompt_version, engine_ve
 STUDENT_TASK_SESSION = PreparedQuery(
     student_task_session_queryset,
     shape=("max_messages",),
+    raw=_task_columns(),
     user_id="int",
     task_id="uuid",
     prompt_version="str",
@@ -200,12 +223,13 @@ class TaskRead:
 def student_task_and_open_session(user, task_id, field: str = "task") -> TaskRead:
     """``student_task``, the student's open session for it and the rest the
     context preview reads (``TaskRead``), in one query."""
+    max_messages = history_limits()[0]
     row = STUDENT_TASK_SESSION.first(
-        user_id=user.pk, task_id=task_id, max_messages=history_limits()[0], **_feedback_versions()
+        user_id=user.pk, task_id=task_id, max_messages=max_messages, **_feedback_versions()
     )
     if row is None:
         raise InvalidInput("not a task of a course you are enrolled in as a student", field=field)
-    task = _task_from(row)
+    task = _task_from(STUDENT_TASK_SESSION, row, max_messages=max_messages)
     return TaskRead(
         task=task,
         session_id=row["open_session_id"],

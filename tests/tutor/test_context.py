@@ -840,3 +840,27 @@ def test_a_turn_whose_session_moved_on_since_it_was_read_reads_its_history_again
         3,
         4,
     ]
+
+
+@pytest.mark.django_db
+def test_a_task_is_built_once_per_process_and_again_when_any_column_changes(task, student, student_client):
+    """The task, its course and its rubric are kept per the values of their
+    columns (tutor.selectors.TASKS): the next request takes the same
+    instances, and a change of any of them -- a goal, a course title, a
+    rubric's criteria -- reaches the next context."""
+    from tutor.models import Course, Rubric, Task
+    from tutor.selectors import student_task
+
+    first = student_task(student, task.pk)
+    assert student_task(student, task.pk) is first
+
+    Task.objects.filter(pk=task.pk).update(goal="A goal changed in the admin")
+    Course.objects.filter(pk=task.course_id).update(title="A renamed course")
+    criteria = [{**c, "text": c["text"] + " (reworded)"} for c in task.current_rubric.criteria]
+    Rubric.objects.filter(pk=task.current_rubric_id).update(criteria=criteria)
+
+    again = student_task(student, task.pk)
+    assert again is not first and first.goal == task.goal  # the kept one is not changed
+    system = task_context(student_client, task, "what now?")["messages"][0]["content"]
+    assert "A goal changed in the admin" in system and "A renamed course" in system
+    assert "(reworded)" in system

@@ -167,3 +167,37 @@ def test_a_message_built_to_make_the_patterns_backtrack_is_redacted_at_once(text
     # until it returns, so only a process can be given up on.
     code = "import sys; from tutor.redaction import redact; redact(sys.stdin.read())"
     subprocess.run([sys.executable, "-c", code], input=text, text=True, cwd=ROOT, timeout=5, check=True)
+
+
+# --- the patterns a text cannot match are not run ---------------------------------------------
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+# Pieces of every pattern, and characters a case-insensitive or Unicode
+# match takes for ASCII ones (ſ is "s", K is "k", ٣ is a digit to ``\d``).
+_PIECES = [
+    "sk-", "AKIA", "ghp_", "github_pat_", "xoxb-", "AIza", "glpat-", "sk_live_", "rk_test_", "hf_", "npm_",
+    "Bearer ", "bearer ", "BASIC ", "baſic ", "eyJ", "://", "@", ":", "::", ".", "=", " is ", "password",
+    "PASSWORD", "paſſword", "pwd", "secret", "api key", "KEY", "token", "密码", "口令", "密钥", "-----BEGIN ",
+    "PRIVATE KEY-----", "-----END PRIVATE KEY-----", "192.168.1.20", "١٩٢.١٦٨.١.٢", "fe80::1", "::ffff:",
+    "a@b.cd", "0123456789abcdef", "ABCDEFabcdef0123", "Zz9", " ", "\n", "x", "ü", "/", "_", "-",
+]  # fmt: skip
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.sampled_from(_PIECES), max_size=14))
+def test_leaving_out_the_patterns_a_text_cannot_match_changes_no_result(pieces):
+    """Each pattern runs only on a text holding what it needs (a literal, a
+    digit, a length): the result is the one of running every pattern."""
+    from tutor import redaction
+
+    text = "".join(pieces)
+    every = redaction._NEEDS
+    try:
+        redaction._NEEDS = dict.fromkeys(every, lambda text: True)
+        expected = redact(text)
+    finally:
+        redaction._NEEDS = every
+
+    assert redact(text) == expected
