@@ -35,7 +35,9 @@ lint: install-dev
 	$(VENV)/bin/ruff format --check .
 
 # Context endpoint latency against a trivial endpoint at SPEC §10 volumes, on the
-# configured database (the embedded SQLite file by default); BENCH_ARGS, e.g. --keep.
+# configured database (the embedded SQLite file by default), in-process and over
+# HTTP; BENCH_ARGS replaces the options, e.g. BENCH_ARGS='--http --keep'.
+BENCH_ARGS ?= --http
 bench: install
 	DEBUG=1 $(PY) manage.py migrate --noinput
 	DEBUG=1 $(PY) manage.py bench_context $(BENCH_ARGS)

@@ -26,7 +26,9 @@ Elsewhere (SQLite has no data-modifying CTEs) the statements run one after
 another in a transaction, as the ORM would run them.
 
 Signals are those of ``create()``: ``pre_save`` before the write,
-``post_save`` once the rows are written (PostgreSQL: after the statement).
+``post_save`` once the rows are written, in the write's transaction (on
+PostgreSQL a model with a ``post_save`` receiver makes the write a
+transaction around its statement and the receivers).
 A failed write raises the database's error and leaves nothing written; inside
 an open transaction the statement runs in a savepoint, so the transaction
 can go on (a caller may retry another way).
@@ -100,12 +102,17 @@ def guarded_write(
     for row in rows:
         if pre_save.has_listeners(type(row.obj)):
             pre_save.send(sender=type(row.obj), instance=row.obj, raw=False, using=using, update_fields=None)
-    if connection.vendor == "postgresql":
-        updated = _one_statement(update, values, rows, using)
-    else:
-        updated = _in_turn(update, values, rows, using, reread)
-    if updated.count:
-        _written(rows, updated, using)
+    # A post_save receiver runs in the write's transaction, as after create():
+    # what it writes, or its failure, goes with the rows. Without one, on
+    # PostgreSQL the statement is its own transaction.
+    signalled = any(post_save.has_listeners(type(row.obj)) for row in rows)
+    with transaction.atomic(using=using) if signalled else nullcontext():
+        if connection.vendor == "postgresql":
+            updated = _one_statement(update, values, rows, using)
+        else:
+            updated = _in_turn(update, values, rows, using, reread)
+        if updated.count:
+            _written(rows, updated, using)
     return updated
 
 

@@ -9,6 +9,7 @@ JSON is the same document -- compact, and UTF-8 rather than ``\\u`` escapes,
 which neither database minds; reading, lookups and the admin are Django's.
 
 What orjson does not encode itself goes through ``DjangoJSONEncoder``
+(and what it refuses, through ``json.dumps``: ``dumps``)
 (``Decimal``, ``Promise``, ``timedelta``), dictionary keys that are not
 strings become strings as ``json.dumps`` makes them, and a float that is no
 JSON number (NaN, infinity), which ``json.dumps`` wrote as an invalid
@@ -16,6 +17,8 @@ JSON number (NaN, infinity), which ``json.dumps`` wrote as an invalid
 """
 
 from __future__ import annotations
+
+import json
 
 import orjson
 from django.core.serializers.json import DjangoJSONEncoder
@@ -26,8 +29,14 @@ _FALLBACK = DjangoJSONEncoder()
 
 
 def dumps(value) -> bytes:
-    """``value`` as JSON (UTF-8 bytes)."""
-    return orjson.dumps(value, default=_FALLBACK.default, option=_OPTIONS)
+    """``value`` as JSON (UTF-8 bytes). What orjson refuses -- an integer
+    beyond 64 bits, nesting deeper than it follows (a model provider's reply
+    is stored as it came) -- is written by ``json.dumps``, as Django's
+    ``JSONField`` writes everything."""
+    try:
+        return orjson.dumps(value, default=_FALLBACK.default, option=_OPTIONS)
+    except orjson.JSONEncodeError:
+        return json.dumps(value, cls=DjangoJSONEncoder, ensure_ascii=False, separators=(",", ":")).encode()
 
 
 class CompactJSONField(models.JSONField):

@@ -192,7 +192,10 @@ def fetch_all(connection, sql: str, params: list, native: str) -> list[tuple]:
     except DatabaseError as exc:
         if connection.in_atomic_block or not _stale_statement(exc):
             raise
+    # Run with psycopg's statement cache on: it forgets its statements when it
+    # sees this (otherwise it would go on running the names the server dropped).
+    with _server_bound(connection) as cursor:
+        cursor.execute("DEALLOCATE ALL")
     with connection.cursor() as cursor:
-        cursor.execute("DEALLOCATE ALL")  # psycopg forgets its statements when it sees this
         cursor.execute(sql, params)
         return cursor.fetchall()

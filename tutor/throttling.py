@@ -45,8 +45,9 @@ def window_hit(cache, key: str, seconds: int) -> tuple[int, float | None]:
     try:
         return cache.incr(key), None
     except ValueError:  # the window ended between the two: this request opens the next
-        cache.add(key, 1, timeout=seconds)
-        return 1, None
+        if cache.add(key, 1, timeout=seconds):
+            return 1, None
+        return cache.incr(key), None  # unless another request opened it first
 
 
 class CountingScopedRateThrottle(ScopedRateThrottle):

@@ -54,12 +54,12 @@ def _visibility() -> timedelta:
     return timedelta(seconds=settings.CELERY_VISIBILITY_TIMEOUT)
 
 
-# Written with every user message (SPEC §10).
+# Written with every user message that can be a correction (SPEC §10).
 OUTBOX_ROW = PreparedInsert(PendingDetection)
 
 
 # The answer of ``detection_needed``, kept on the message instance between
-# its post_save (the outbox row) and its on-commit hook (the publish).
+# its outbox row and its on-commit hook (the publish).
 _NEEDED_ATTRIBUTE = "_correction_candidate"
 
 

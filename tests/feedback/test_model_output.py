@@ -236,3 +236,20 @@ def test_sanitize_text_keeps_valid_text_and_pairs():
         "a": ["b\ufffd", {"c": "😀"}],
         "n": 1,
     }
+
+
+@pytest.mark.django_db
+def test_a_reply_body_with_a_number_beyond_64_bits_is_stored_with_the_turn(
+    fake_llm, student_client, session_id
+):
+    """The provider's reply body is kept on the ModelCall row as it came."""
+    body = {
+        "choices": [{"message": {"role": "assistant", "content": "fine"}}],
+        "usage": {"prompt_tokens": 2**70},
+    }
+    fake_llm.reply(httpx.Response(200, json=body))
+
+    response = send(student_client, session_id, "hello")
+
+    assert response.status_code == 201, response.content
+    assert ModelCall.objects.get(purpose="tutor").response_json["usage"]["prompt_tokens"] == 2**70

@@ -205,3 +205,29 @@ def test_a_refused_write_after_its_statement_was_prepared_leaves_the_next_ones_w
     assert list(TutorMessage.objects.order_by("position").values_list("content", flat=True)) == ["a"] * 4 + [
         "c"
     ]
+
+
+def test_a_failing_post_save_receiver_takes_the_write_with_it(task, student):
+    """As after create() in a transaction: a receiver runs inside the write,
+    and its failure leaves the session unclaimed and the message unwritten
+    (the student's next message is not refused as busy)."""
+    session, _ = session_open(student=student, task=task)
+
+    def broken(sender, instance, **kwargs):
+        raise IntegrityError("a receiver's write was refused")
+
+    post_save.connect(broken, sender=TutorMessage)
+    try:
+        with pytest.raises(IntegrityError):
+            guarded_write(
+                CLAIM,
+                claim_values(session),
+                [Row(MESSAGE, user_message(session), ("position",))],
+                using="default",
+            )
+    finally:
+        post_save.disconnect(broken, sender=TutorMessage)
+
+    assert not TutorMessage.objects.exists()
+    assert TutorSession.objects.get(pk=session.pk).reply_pending_since is None
+    assert guarded_write(CLAIM, claim_values(session), [], using="default").count == 1

@@ -70,3 +70,17 @@ def test_the_stored_text_is_compact_utf8():
         )
         (text,) = cursor.fetchone()
     assert "北京" in text and "\\u" not in text
+
+
+def test_what_orjson_refuses_is_written_as_json_dumps_writes_it():
+    """A model provider's reply is stored as it came: an integer beyond 64
+    bits or nesting deeper than orjson follows is still written (found by a
+    review: a reply with such a number made the tutor turn a 500)."""
+    deep = current = {}
+    for _ in range(300):
+        current["next"] = current = {}
+    row = stored(request_messages=[{"n": 2**70}], response_json={"usage": {"tokens": -(2**80)}, "deep": deep})
+
+    assert row.request_messages == [{"n": 2**70}]
+    assert row.response_json["usage"] == {"tokens": -(2**80)}
+    assert row.response_json["deep"] == deep

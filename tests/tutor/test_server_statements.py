@@ -189,6 +189,11 @@ def test_a_statement_made_stale_by_another_connections_migration_runs_again(task
         other.execute("ALTER TABLE tutor_course ALTER COLUMN title TYPE varchar(201)")
         try:
             assert hot(task, student) == expected
-            assert hot(task, student) == expected  # and prepared again later
+            # Then prepared again, and never run by a name the server dropped:
+            # psycopg forgot its statements with the server's.
+            with CaptureQueriesContext(connection) as later:
+                assert [hot(task, student) for _ in range(4)] == [expected] * 4
+            assert not [q["sql"] for q in later.captured_queries if "DEALLOCATE" in q["sql"]]
+            assert len(later.captured_queries) == 4
         finally:
             other.execute("ALTER TABLE tutor_course ALTER COLUMN title TYPE varchar(200)")
