@@ -308,7 +308,7 @@ def test_over_http_and_with_the_ingest_comparison_every_figure_line_is_printed()
         assert any(
             re.match(
                 rf"^{prefix}ingest 100k/1k ratio: \d+\.\d\dx "
-                r"\(\d+ stored: [\d.]+/s, 1000 stored: [\d.]+/s; 8 clients\)$",
+                r"\(\d+ stored: [\d.]+/s, 1000 stored: [\d.]+/s; 8 clients; median of 3 runs each\)$",
                 line,
             )
             for line in lines

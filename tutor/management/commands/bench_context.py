@@ -24,6 +24,7 @@ import argparse
 import json
 import logging
 import re
+import statistics
 import subprocess
 import sys
 import time
@@ -65,6 +66,7 @@ from tutor.models import Course, ModelCall, Task, TutorMessage, TutorSession
 from tutor.sessions import session_open
 
 SMALL_INGEST_SUBMISSIONS = 1000  # the "1k" of the ingest ratio
+INGEST_RUNS = 3  # ingest runs per database and mode, the median taken
 INGEST_RESULT = re.compile(r"^INGEST_RESULT (?P<json>\{.*\})$", re.MULTILINE)
 MESSAGE_CORRELATION_PREFIX = "bench-message-"
 # Throttles are a courtesy, not a capacity (tutor.throttling): the benchmark
@@ -414,7 +416,9 @@ class Command(DomainCommand):
     # --- ingest -------------------------------------------------------------------------------
 
     def ingest_rate(self, per_client: int, http: bool) -> float:
-        """Submissions per second of the ingest phase on this database."""
+        """Submissions per second of the ingest phase on this database: the
+        median of ``INGEST_RUNS`` runs (one run is a few seconds, and the
+        machine's neighbours move it by a fifth either way)."""
         task, tokens = ingest_setup()
         try:
             with override_settings(
@@ -422,12 +426,17 @@ class Command(DomainCommand):
             ):
                 if http:
                     with gunicorn_server(self.throttle_free_env()) as base:
-                        run = ingest_measure(task, tokens, per_client, lambda key: HttpDriver(key, base))
+                        runs = [
+                            ingest_measure(task, tokens, per_client, lambda key: HttpDriver(key, base))
+                            for _ in range(INGEST_RUNS)
+                        ]
                 else:
-                    run = ingest_measure(task, tokens, per_client, InProcessDriver)
+                    runs = [
+                        ingest_measure(task, tokens, per_client, InProcessDriver) for _ in range(INGEST_RUNS)
+                    ]
         finally:
             ingest_cleanup()
-        return run.per_second
+        return statistics.median(run.per_second for run in runs)
 
     def ingest_comparison(self, bench: Bench, *, per_client: int, http: bool) -> None:
         large = Submission.objects.count()
@@ -442,7 +451,8 @@ class Command(DomainCommand):
             small = small_rates[over_http]
             self.write(
                 f"{prefix}ingest 100k/1k ratio: {rate / small:.2f}x ({large} stored: {rate:.1f}/s, "
-                f"{SMALL_INGEST_SUBMISSIONS} stored: {small:.1f}/s; {INGEST_CLIENTS} clients)"
+                f"{SMALL_INGEST_SUBMISSIONS} stored: {small:.1f}/s; {INGEST_CLIENTS} clients; "
+                f"median of {INGEST_RUNS} runs each)"
             )
 
     def small_ingest_rates(self, per_client: int, http: bool) -> dict[bool, float]:
