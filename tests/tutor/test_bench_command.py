@@ -315,6 +315,10 @@ def test_over_http_and_with_the_ingest_comparison_every_figure_line_is_printed()
         ), out
     figure = WORKER_LINE.search(out)
     assert figure and float(figure["kept"]) > 0 and float(figure["fresh"]) > 0, out
+    recall = re.search(
+        r"^lessons recall: ([\d.]+) ms from the snapshot, ([\d.]+) ms by its statement ", out, re.M
+    )
+    assert recall and float(recall[1]) < float(recall[2]), out  # the snapshot skips the statement
     # 5 warm-up reviews and 2 of each mode, each a completed review task (the
     # command stops on any other ending), purged through the audited path.
     purge = AuditEvent.objects.filter(event="attempts_purged", reason="bench_context cleanup")

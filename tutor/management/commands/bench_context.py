@@ -296,6 +296,7 @@ class Command(DomainCommand):
                     f"chars; {len(context['meta']['fact_ids'])} facts, {len(context['lessons']['recalled'])} "
                     "lessons recalled."
                 )
+                self.recall_figure(student, task, bench.sizes.get("lessons", 0))
                 self.write("In-process:")
                 figures = self.rounds(InProcessDriver, token.key, sender, context_query, requests, warmup)
                 self.report("", figures, queries, requests)
@@ -316,6 +317,49 @@ class Command(DomainCommand):
             self.write("ingest 100k/1k ratio: not measured (--ingest 0)")
         if reviews:
             self.review_figures(bench, reviews)
+
+    def recall_figure(self, student, task: Task, lessons: int, runs: int = 200) -> None:
+        """How long the measured context's lesson recall takes (SPEC §6, §10:
+        under 5 ms with 10k lessons): from the process's snapshot, as every
+        warm request recalls, and by its statement, as a request inside a
+        transaction that changed the course's lessons does."""
+        from lessons.library import lessons_preview_recall
+        from lessons.providers import symptom_texts
+        from lessons.selectors import lessons_recall
+        from tutor.context import assemble_context
+        from tutor.selectors import student_task_and_open_session
+
+        read = student_task_and_open_session(student, task.pk)
+        request = assemble_context(
+            student=student, task=read.task, message=CONTEXT_MESSAGE, earlier=read.history,
+            correlation_id="bench-recall", session_id=read.session_id, preview=True,
+            snapshot_versions=read.versions, feedback=read.feedback,
+        ).request  # fmt: skip
+        tags, texts = read.task.tags or [], symptom_texts(request)
+
+        def timed(recall) -> tuple[float, int]:
+            recall()  # a warm snapshot, a prepared statement
+            durations, recalled = [], 0
+            for _ in range(runs):
+                began = time.perf_counter()
+                recalled = len(recall().recalled)
+                durations.append(time.perf_counter() - began)
+            return statistics.median(durations), recalled
+
+        snapshot, recalled = timed(
+            lambda: lessons_preview_recall(
+                course_id=task.course_id, tags=tags, texts=texts, versions=request.snapshot_versions
+            )
+        )
+        statement, _ = timed(
+            lambda: lessons_recall(
+                course_ids=[task.course_id], tags=tags, texts=texts, with_counts=False, lines=False
+            )
+        )
+        self.write(
+            f"lessons recall: {snapshot * 1000:.2f} ms from the snapshot, {statement * 1000:.2f} ms by its "
+            f"statement (median of {runs}; {lessons} lessons, {recalled} recalled)"
+        )
 
     def review_figures(self, bench: Bench, attempts: int) -> None:
         figures = review_overhead(bench, attempts)
