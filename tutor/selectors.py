@@ -124,17 +124,34 @@ def owned_session_queryset(*, user_id, session_id, prompt_version, engine_versio
         .values(*model_columns(TutorSession), *(f"task__{column}" for column in _TASK_COLUMNS))
         .annotate(
             **version_subqueries("task__course_id", Value(user_id)),
-            history=history_rows(TutorMessage.objects.filter(session_id=OuterRef("pk")), max_messages),
-            feedback=latest_row_subquery(
-                student_id=user_id,
+            **_turn_reads(
+                user_id,
+                messages=TutorMessage.objects.filter(session_id=OuterRef("pk")),
                 task=OuterRef("task_id"),
                 rubric="task__current_rubric__",
+                max_messages=max_messages,
                 prompt_version=prompt_version,
                 engine_version=engine_version,
             ),
         )
         .order_by()[:1]
     )
+
+
+def _turn_reads(user_id, *, messages, task, rubric, max_messages, prompt_version, engine_version) -> dict:
+    """The ``history`` and ``feedback`` columns of a statement that reads a
+    student's task (``task``: its id, ``rubric``: the path to its current
+    rubric, as the statement names them) and ``messages`` of their session."""
+    return {
+        "history": history_rows(messages, max_messages),
+        "feedback": latest_row_subquery(
+            student_id=user_id,
+            task=task,
+            rubric=rubric,
+            prompt_version=prompt_version,
+            engine_version=engine_version,
+        ),
+    }
 
 
 OWNED_SESSION = PreparedQuery(
@@ -187,11 +204,12 @@ def student_task_session_queryset(*, user_id, task_id, prompt_version, engine_ve
     return student_task_queryset(user_id=user_id, task_id=task_id).annotate(
         open_session_id=Subquery(_open_session(user_id, OuterRef("pk"))),
         **version_subqueries("course_id", Value(user_id), sends=False),
-        history=history_rows(in_open_session, max_messages),
-        feedback=latest_row_subquery(
-            student_id=user_id,
+        **_turn_reads(
+            user_id,
+            messages=in_open_session,
             task=OuterRef("pk"),
             rubric="current_rubric__",
+            max_messages=max_messages,
             prompt_version=prompt_version,
             engine_version=engine_version,
         ),

@@ -33,6 +33,14 @@ def user_message(session, content="hello") -> TutorMessage:
     return TutorMessage(session=session, role=TutorMessage.Role.USER, content=content, correlation_id="c1")
 
 
+def claim_with_a_message(session):
+    """A turn's first write: the claim of ``session`` with a user message."""
+    message = user_message(session)
+    return guarded_write(
+        CLAIM, claim_values(session), [Row(MESSAGE, message, ("position",))], using="default"
+    )
+
+
 def test_the_statement_is_the_orms_update_and_inserts(task, student):
     session, _ = session_open(student=student, task=task)
     rows = [Row(MESSAGE, user_message(session), from_guard=("position",))]
@@ -85,12 +93,7 @@ def test_nothing_is_written_when_the_update_changes_no_row(task, student):
 
     post_save.connect(seen, sender=TutorMessage)
     try:
-        updated = guarded_write(
-            CLAIM,
-            claim_values(session),
-            [Row(MESSAGE, user_message(session), ("position",))],
-            using="default",
-        )
+        updated = claim_with_a_message(session)
     finally:
         post_save.disconnect(seen, sender=TutorMessage)
 
@@ -113,12 +116,7 @@ def test_signals_are_sent_around_the_write(task, student):
     pre_save.connect(before, sender=TutorMessage)
     post_save.connect(after, sender=TutorMessage)
     try:
-        guarded_write(
-            CLAIM,
-            claim_values(session),
-            [Row(MESSAGE, user_message(session), ("position",))],
-            using="default",
-        )
+        claim_with_a_message(session)
     finally:
         pre_save.disconnect(before, sender=TutorMessage)
         post_save.disconnect(after, sender=TutorMessage)
@@ -219,12 +217,7 @@ def test_a_failing_post_save_receiver_takes_the_write_with_it(task, student):
     post_save.connect(broken, sender=TutorMessage)
     try:
         with pytest.raises(IntegrityError):
-            guarded_write(
-                CLAIM,
-                claim_values(session),
-                [Row(MESSAGE, user_message(session), ("position",))],
-                using="default",
-            )
+            claim_with_a_message(session)
     finally:
         post_save.disconnect(broken, sender=TutorMessage)
 
