@@ -11,8 +11,12 @@ a real one would.
 from __future__ import annotations
 
 import json
+import os
 import re
+import subprocess
+import sys
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 from django.conf import settings
@@ -27,6 +31,8 @@ from tests.hostile.conftest import (
     wsgi_call,
 )
 from tutor.parsers import JSON_MAX_DEPTH
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def post_operations() -> list[str]:
@@ -139,6 +145,42 @@ def test_brackets_inside_strings_do_not_count_as_nesting(world):
     response = wsgi_call("POST", path, body=text.encode(), token=world.student_token)
 
     assert response.status == 201, response.body[:300]
+
+
+# A string that never closes, made of escaped quotes: blanking strings with a
+# pattern tried every quote of it to the end of the body (64 KB took 10 s).
+UNCLOSED_ESCAPES = '{"content": "' + '\\"' * 30000
+
+
+def test_an_unclosed_string_of_escaped_quotes_is_refused_at_once():
+    """Found by an outside review. In a process of its own: a regular
+    expression holds the interpreter until it returns, so only a process
+    can be given up on; the generous bound only catches a hang."""
+    code = (
+        "import io, sys, django; django.setup()\n"
+        "from rest_framework.exceptions import ParseError\n"
+        "from tutor.parsers import StrictJSONParser\n"
+        "try:\n"
+        "    StrictJSONParser().parse(io.BytesIO(sys.stdin.buffer.read()))\n"
+        "except ParseError as exc:\n"
+        "    print(exc.detail)\n"
+    )
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "tests.settings"}
+    done = subprocess.run(
+        [sys.executable, "-c", code], input=UNCLOSED_ESCAPES.encode(), capture_output=True,
+        cwd=ROOT, env=env, timeout=5, check=True,
+    )  # fmt: skip
+
+    assert done.stdout.decode().startswith("JSON parse error"), done.stdout
+
+
+def test_an_unclosed_string_of_escaped_quotes_is_a_400_over_http(world):
+    path = world.path("/api/tutor/sessions/{session_id}/messages/")
+    before = row_counts()
+
+    response = wsgi_call("POST", path, body=UNCLOSED_ESCAPES.encode(), token=world.student_token)
+
+    assert_refused(response, before, statuses={400})
 
 
 def string_paths(value, path=()):
