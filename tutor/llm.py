@@ -30,6 +30,7 @@ from django.utils import timezone
 from tutor.correlation import get_correlation_id
 from tutor.errors import ServiceUnavailable
 from tutor.models import ModelCall
+from tutor.parsers import JSON_MAX_DEPTH, nesting_exceeds
 from tutor.prepared import PreparedInsert
 
 log = logging.getLogger(__name__)
@@ -90,6 +91,16 @@ def sanitize_json(value):
     if isinstance(value, dict):
         return {sanitize_json(key): sanitize_json(item) for key, item in value.items()}
     return value
+
+
+def load_json(text: str) -> object:
+    """The JSON value of a provider's body or a model's reply; ValueError
+    when it is no JSON or nests deeper than ``JSON_MAX_DEPTH`` levels, as a
+    request body may not (SPEC §7). The decoder and every walk after it
+    recurse: a value 5000 levels deep raised RecursionError wherever it went."""
+    if nesting_exceeds(text, JSON_MAX_DEPTH):
+        raise ValueError(f"JSON nested deeper than {JSON_MAX_DEPTH} levels")
+    return json.loads(text)
 
 
 def is_configured() -> bool:
@@ -218,7 +229,7 @@ def chat(
                     continue
                 raise ModelConfigError(f"the model provider refused the request: HTTP {response.status_code}")
             try:
-                body = response.json()
+                body = load_json(text)
                 content = sanitize_text(_content(body))
             except ValueError as exc:
                 _record(
@@ -280,4 +291,4 @@ def parse_json_reply(text: str) -> object:
         stripped = stripped.split("\n", 1)[1] if "\n" in stripped else ""
         if stripped.rstrip().endswith("```"):
             stripped = stripped.rstrip()[:-3]
-    return sanitize_json(json.loads(stripped))
+    return sanitize_json(load_json(stripped))

@@ -140,6 +140,27 @@ def test_a_partial_result_the_database_refuses_still_ends_the_attempt(fake_llm, 
     assert [t is not None for t in tries] == [True, False]
 
 
+def deep(levels: int) -> str:
+    return "[" * levels + "]" * levels
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("levels", [33, 5000])
+def test_a_verdict_nested_beyond_the_limit_is_repaired_like_any_invalid_reply(
+    fake_llm, student, task, levels
+):
+    """Found by an outside review: json.loads and the walks after it recurse,
+    and a reply 5000 levels deep raised RecursionError, not an invalid reply."""
+    fake_llm.reply(deep(levels), verdict_reply("fine"))
+
+    attempt = review(student, task)
+
+    assert attempt.status == AttemptStatus.COMPLETED
+    assert attempt.generation_attempts == 2
+    repair = fake_llm.requests[1]["messages"][-1]["content"]
+    assert "nested deeper than 32 levels" in repair
+
+
 # --- tutor replies ---------------------------------------------------------------------------
 
 
@@ -227,6 +248,29 @@ def test_a_reply_the_database_refuses_is_a_503_and_the_session_takes_the_next_me
         ("assistant", "stored reply"),
     ]
     assert TutorSession.objects.get(pk=session_id).reply_pending_since is None
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("levels", [33, 5000])
+def test_a_provider_body_nested_beyond_the_limit_is_a_503_and_leaves_its_row(
+    fake_llm, student_client, session_id, levels
+):
+    """Found by an outside review: a good reply with one member 5000 levels
+    deep in the provider's body was a 500."""
+    body = json.dumps({**completion("hi"), "x": "DEEP"}).replace('"DEEP"', deep(levels))
+    provider = httpx.Response(200, content=body.encode(), headers={"Content-Type": "application/json"})
+    fake_llm.reply(provider, "next")
+
+    refused = send(student_client, session_id, "first")
+    answered = send(student_client, session_id, "second")
+
+    assert refused.status_code == 503, refused.content
+    assert refused.json()["errors"][0]["code"] == "model_unavailable"
+    call = ModelCall.objects.filter(purpose="tutor").order_by("created_at").first()
+    assert call.status == ModelCall.Status.BAD_RESPONSE
+    assert "nested deeper than 32 levels" in call.error
+    assert answered.status_code == 201, answered.content
+    assert answered.json()["reply"]["content"] == "next"
 
 
 def test_sanitize_text_keeps_valid_text_and_pairs():
