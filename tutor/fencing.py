@@ -1,32 +1,42 @@
 """Fencing untrusted data placed in prompts (SPEC §3 placement, §2 review prompt).
 
 Every fence marker starts with ``<<<``. Data is escaped by breaking every
-``<<<`` run, so no text inside a fence -- a student's report, a reviewer's
-reason, a file -- can open or close one; invisible characters between its
-"<" are dropped first. The text never grows, so budgets computed before
-escaping still hold.
+run that reads as ``<<<``, so no text inside a fence -- a student's report,
+a reviewer's reason, a file -- can open or close one: within a run,
+characters that show nothing are dropped and look-alikes of "<" become it
+first. The text never grows, so budgets computed before escaping still hold.
 """
 
 from __future__ import annotations
 
 import re
 
+from tutor.invisible import DEFAULT_IGNORABLE, without_ignorables
+
 MARKER_LEAD = "<<<"
 ESCAPED_LEAD = "<\u2039<"  # "<‹<": looks alike to a reader, never a marker
 
 
-# Characters that show nothing (soft hyphen, zero-width and joiner
-# characters, bidirectional controls, BOM): between two "<" a model still
-# reads a marker, so they go before the runs are broken.
-_INVISIBLE = "[\u00ad\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\ufeff]"
-_INVISIBLE_BETWEEN = re.compile(f"<{_INVISIBLE}+(?=<)")
+# What a reader takes for "<": the sign itself and its two compatibility
+# forms (small and full-width, which NFKC folds to "<"); between two of
+# them, characters that show nothing (``tutor.invisible``) -- a model reads
+# "<\u034f<<END …>>>" or "＜<<END …>>>" as the marker all the same.
+_LEADS = "<\ufe64\uff1c"
+_RUN = re.compile(f"[{_LEADS}](?:{DEFAULT_IGNORABLE}*[{_LEADS}])+")
+_AS_SIGN = str.maketrans(_LEADS, "<" * len(_LEADS))
+
+
+def _broken(run: re.Match) -> str:
+    text = without_ignorables(run.group()).translate(_AS_SIGN)
+    while MARKER_LEAD in text:
+        text = text.replace(MARKER_LEAD, ESCAPED_LEAD)
+    return text
 
 
 def escape_data(text: str) -> str:
-    if "<" in text:
-        text = _INVISIBLE_BETWEEN.sub("<", text)
-    while MARKER_LEAD in text:
-        text = text.replace(MARKER_LEAD, ESCAPED_LEAD)
+    """``text`` with every run of what reads as "<<<" broken (the text never grows)."""
+    if "<" in text or "\ufe64" in text or "\uff1c" in text:
+        return _RUN.sub(_broken, text)
     return text
 
 
