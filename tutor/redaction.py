@@ -14,9 +14,12 @@ from __future__ import annotations
 
 import ipaddress
 import re
+import unicodedata
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
+
+from tutor.invisible import DEFAULT_IGNORABLE
 
 _NOT_ALNUM_BEFORE = r"(?<![A-Za-z0-9])"
 _NOT_ALNUM_AFTER = r"(?![A-Za-z0-9])"
@@ -221,9 +224,45 @@ class Redacted:
 
 
 def redact(text: str) -> Redacted:
-    """``text`` with every finding replaced by ``[REDACTED:kind]``."""
+    """``text`` with every finding replaced by ``[REDACTED:kind]``.
+
+    The patterns are ASCII; a secret written in characters that read the
+    same -- full-width letters and digits (ｐａｓｓｗｏｒｄ, １９２．１６８．１．１),
+    Arabic-Indic or other decimal digits, characters that show nothing
+    inside it (s\u200bk-…) -- is found in the text as read (``_as_read``).
+    When that reading finds more, it is the one redacted and kept."""
     if not text:
         return Redacted(text or "")
+    result = _redacted(text)
+    read = _as_read(text)
+    if read != text:
+        found = _redacted(read)
+        if found.count > result.count:
+            return found
+    return result
+
+
+# The text as read: full-width forms as the ASCII they stand for (but the
+# punctuation Chinese text is written with: ，；：！？（）), the ideographic
+# space as a space, every decimal digit as its ASCII one, and characters
+# that show nothing dropped -- all but the one ``unmarked`` puts after a
+# typed marker's bracket.
+_KEPT_FULL_WIDTH = "，；：！？（）"
+_FULL_WIDTH = {c: c - 0xFEE0 for c in range(0xFF01, 0xFF5F) if chr(c) not in _KEPT_FULL_WIDTH}
+_FULL_WIDTH[0x3000] = 0x20
+_OTHER_DIGIT = re.compile(r"(?![0-9])\d")
+_SHOWS_NOTHING = re.compile(f"(?!(?<=\\[){_NOT_A_MARKER}){DEFAULT_IGNORABLE}")
+
+
+def _as_read(text: str) -> str:
+    if text.isascii():
+        return text
+    text = text.translate(_FULL_WIDTH)
+    text = _OTHER_DIGIT.sub(lambda digit: str(unicodedata.decimal(digit.group())), text)
+    return _SHOWS_NOTHING.sub("", text)
+
+
+def _redacted(text: str) -> Redacted:
     found: Counter[str] = Counter()
     for kind, pattern in PATTERNS:
         if not _NEEDS[kind](text):

@@ -169,6 +169,52 @@ def test_a_message_built_to_make_the_patterns_backtrack_is_redacted_at_once(text
     subprocess.run([sys.executable, "-c", code], input=text, text=True, cwd=ROOT, timeout=5, check=True)
 
 
+# --- secrets written in characters that read the same ------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "secret", "kind"),
+    [
+        ("内网地址１９２．１６８．１．１０", "１６８", "ip_address"),
+        ("服务器١٩٢.١٦٨.١.١٠连接超时", "١٦٨", "ip_address"),
+        ("mail ａｌｉｃｅ＠ｅｘａｍｐｌｅ．ｃｏｍ，谢谢", "ｅｘａｍｐｌｅ", "email"),
+        ("ｐａｓｓｗｏｒｄ：hunter3", "hunter3", "password"),
+        ("password\u200b=hunter2", "hunter2", "password"),
+        ("pass\u00adword: hunter2", "hunter2", "password"),
+        ("my key s\u200bk-abcdefghijklmnopqrstuvwx", "abcdefghijkl", "api_key"),
+        ("token AKIA\u2060ABCDEFGHIJKLMNOP here", "ABCDEFGHIJKLMNOP", "api_key"),
+    ],
+)
+def test_a_secret_in_full_width_other_digits_or_with_hidden_characters_is_redacted(text, secret, kind):
+    """Found by an outside review: the patterns are ASCII, and each of these
+    reached the database and the model as written."""
+    result = redact(text)
+
+    assert secret not in result.text
+    assert result.kinds == {kind: 1}, result
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "你好，世界：没有秘密！（真的）",
+        "第１２３题，答案是４２。",
+        "a\u200bb\u00adc",
+        "[\u200cREDACTED:email] was typed",
+    ],
+)
+def test_text_whose_reading_finds_nothing_more_is_kept_as_written(text):
+    assert redact(text).text == text
+    assert redact(text).count == 0
+
+
+def test_a_typed_marker_stays_unmarked_when_the_text_is_redacted_as_read():
+    result = redact("[\u200cREDACTED:email] and ａ＠ｂ．ｃｄ")
+
+    assert result.text == "[\u200cREDACTED:email] and [REDACTED:email]"
+    assert result.count == 1
+
+
 # --- the patterns a text cannot match are not run ---------------------------------------------
 
 from hypothesis import given, settings  # noqa: E402
