@@ -21,6 +21,7 @@ import hashlib
 import logging
 from datetime import timedelta
 
+from django.contrib.auth import get_user_model
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 from rest_framework import status
@@ -127,14 +128,15 @@ def _record(
     if earlier is not None:
         return earlier, False
     limit, seconds = rate_limit()
-    recent = Correction.objects.filter(user=user, created_at__gte=timezone.now() - timedelta(seconds=seconds))
-    if recent.count() >= limit:
-        if refuse_over_limit:
-            raise RateLimited(f"at most {limit} corrections per {seconds} seconds; try again later")
-        log.warning("correction rate limit reached for user %s; message %s not recorded", user.pk, message.pk)
-        return None, False
     try:
         with transaction.atomic(durable=True):
+            if _recent_count(user=user, seconds=seconds) >= limit:
+                if refuse_over_limit:
+                    raise RateLimited(f"at most {limit} corrections per {seconds} seconds; try again later")
+                log.warning(
+                    "correction rate limit reached for user %s; message %s not recorded", user.pk, message.pk
+                )
+                return None, False
             correction = _insert(
                 user=user,
                 course=course,
@@ -159,6 +161,17 @@ def _record(
             raise
         return earlier, False
     return correction, True
+
+
+def _recent_count(*, user, seconds: int) -> int:
+    """The user's corrections of the last ``seconds``, counted under a lock on
+    the user's row, so that two recordings of one user count one after the
+    other and never pass the limit together (SPEC §5 abuse limits). The lock
+    is PostgreSQL's FOR NO KEY UPDATE (rows that refer to the user are still
+    written); SQLite's IMMEDIATE transactions hold its one write lock already."""
+    list(get_user_model().objects.select_for_update(no_key=True).filter(pk=user.pk).values_list("pk"))
+    since = timezone.now() - timedelta(seconds=seconds)
+    return Correction.objects.filter(user=user, created_at__gte=since).count()
 
 
 def _earlier(*, user, course, key: str, message) -> Correction | None:

@@ -191,8 +191,8 @@ CONFLICT_DETECTION_QUERIES = sum(
     {
         "the message's text (a candidate), the message with its session, the assistant's previous one": 3,
         "earlier corrections: of this message, with the same words": 2,
-        "the rate limit's count": 1,
-        "savepoint, INSERT the correction": 2,
+        "savepoint; the user's row locked, the rate limit's count": 3,
+        "INSERT the correction": 1,
         "lock the course, the fact on the topic, the undecided case": 3,
         "savepoint, INSERT the case, release": 3,
         "the proposal; savepoint, INSERT it, release": 4,
