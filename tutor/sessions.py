@@ -139,7 +139,9 @@ def _claim(session: TutorSession, content: str, correlation_id: str) -> tuple:
         ),
     )
     if not claimed.count:
-        if session.archived:
+        # Read again: the session may have been archived since this request read it.
+        archived = TutorSession.objects.using(using).filter(pk=session.pk, archived=True)
+        if session.archived or archived.exists():
             raise SessionArchived("this session is archived; open a new one")
         raise SessionBusy("a reply to your previous message is still being written")
     return now, message

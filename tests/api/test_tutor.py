@@ -25,6 +25,7 @@ from tests.factories import (
 )
 from tutor.coursefile import course_import, validate_course
 from tutor.models import ModelCall, TutorMessage, TutorSession
+from tutor.signals import user_message_rows
 
 SESSIONS = "/api/tutor/sessions/"
 META_KEYS = {
@@ -145,6 +146,31 @@ def test_new_archives_the_open_session_and_feedback_reaches_the_fresh_one(
     messages = fake_llm.requests[-1]["messages"]
     assert failing_review["marker"] in messages[0]["content"]
     assert messages[1:] == [{"role": "user", "content": "what now?"}]  # no history carried over
+
+
+@pytest.mark.django_db
+def test_a_session_archived_while_a_message_is_on_its_way_is_refused_as_archived(
+    task, student_client, fake_llm
+):
+    """Found by an outside test: the request had read the session open, and
+    its refused claim was reported as a reply still being written."""
+    fake_llm.default = "ok"
+    old_id = session_id_for(student_client, task)
+
+    def archived_meanwhile(sender, message, **kwargs):
+        # Another request, between this one's read of the session and its claim.
+        assert open_session(student_client, task, new=True).status_code == 201
+        return []
+
+    user_message_rows.connect(archived_meanwhile)
+    try:
+        refused = send(student_client, old_id, "hello?")
+    finally:
+        user_message_rows.disconnect(archived_meanwhile)
+
+    assert refused.status_code == 409
+    assert "archived" in refused.json()["errors"][0]["detail"], refused.json()
+    assert stored(old_id) == []
 
 
 @pytest.mark.django_db
