@@ -195,6 +195,7 @@ def marker(kind: str) -> str:
 
 
 MARKER = re.compile(r"\[REDACTED:[a-z_]+\]")
+MARKER_SPLIT = re.compile(r"(\[REDACTED:[a-z_]+\])")
 
 
 # After the bracket of a marker a student typed: invisible where the text is shown.
@@ -226,20 +227,33 @@ class Redacted:
 def redact(text: str) -> Redacted:
     """``text`` with every finding replaced by ``[REDACTED:kind]``.
 
-    The patterns are ASCII; a secret written in characters that read the
+    The patterns are ASCII. A secret written in characters that read the
     same -- full-width letters and digits (ｐａｓｓｗｏｒｄ, １９２．１６８．１．１),
-    Arabic-Indic or other decimal digits, characters that show nothing
-    inside it (s\u200bk-…) -- is found in the text as read (``_as_read``).
-    When that reading finds more, it is the one redacted and kept."""
+    other decimal digits, characters that show nothing inside it
+    (s\u200bk-…) -- is found by a second pass: each stretch of the first
+    pass's result between its markers is read as a reader would
+    (``_as_read``), and a stretch in which that reading finds something is
+    kept as read, its findings redacted. The first pass's findings stay
+    redacted whatever the reading does to their neighbours, and what reads
+    like a marker in the reading (a typed ［REDACTED:email］) is ``unmarked``."""
     if not text:
         return Redacted(text or "")
-    result = _redacted(text)
-    read = _as_read(text)
-    if read != text:
-        found = _redacted(read)
-        if found.count > result.count:
-            return found
-    return result
+    first = _redacted(text)
+    if first.text.isascii():
+        return first
+    pieces = MARKER_SPLIT.split(first.text) if "[REDACTED:" in first.text else [first.text]
+    more: Counter[str] | None = None
+    for index in range(0, len(pieces), 2):  # the stretches; the markers at odd indexes
+        read = _as_read(pieces[index])
+        if read != pieces[index]:
+            second = _redacted(unmarked(read))
+            if second.count:
+                pieces[index] = second.text
+                more = (more or Counter()) + Counter(second.kinds)
+    if more is None:
+        return first
+    found = Counter(first.kinds) + more
+    return Redacted(text="".join(pieces), count=sum(found.values()), kinds=dict(found))
 
 
 # The text as read: full-width forms as the ASCII they stand for (but the
@@ -255,8 +269,6 @@ _SHOWS_NOTHING = re.compile(f"(?!(?<=\\[){_NOT_A_MARKER}){DEFAULT_IGNORABLE}")
 
 
 def _as_read(text: str) -> str:
-    if text.isascii():
-        return text
     text = text.translate(_FULL_WIDTH)
     text = _OTHER_DIGIT.sub(lambda digit: str(unicodedata.decimal(digit.group())), text)
     return _SHOWS_NOTHING.sub("", text)

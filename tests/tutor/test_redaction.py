@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from tutor.redaction import redact
+from tutor.redaction import markers_in, redact
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -213,6 +213,46 @@ def test_a_typed_marker_stays_unmarked_when_the_text_is_redacted_as_read():
 
     assert result.text == "[\u200cREDACTED:email] and [REDACTED:email]"
     assert result.count == 1
+
+
+@pytest.mark.parametrize(
+    ("text", "secrets", "count"),
+    [
+        (
+            "a\u200bsk-abcdefghijklmnopqrstuvwx mail ａ＠ｂ．ｃｄ and ｃ＠ｄ．ｅｆ",
+            ["abcdefghijkl", "ｂ．ｃｄ", "ｄ．ｅｆ"],
+            3,
+        ),
+        (
+            "ａsk-abcdefghijklmnopqrstuvwx ａｌｉｃｅ＠ｅｘａｍｐｌｅ．ｃｏｍ",
+            ["abcdefghijkl", "ｅｘａｍｐｌｅ"],
+            2,
+        ),
+    ],
+)
+def test_reading_the_text_never_gives_back_what_the_first_pass_found(text, secrets, count):
+    """Found by a review: the reading that found more was kept whole, and
+    folding "ａ" or dropping U+200B before "sk-" made the key part of a word."""
+    result = redact(text)
+
+    assert [secret for secret in secrets if secret in result.text] == []
+    assert result.count == count == markers_in(result.text)
+
+
+@pytest.mark.parametrize("typed", ["［REDACTED:email］", "[\u200bREDACTED:email]"])
+def test_a_marker_typed_in_characters_that_read_the_same_is_not_counted(typed):
+    result = redact(f"{typed} and ａ＠ｂ．ｃｄ")
+
+    assert result.count == 1 == markers_in(result.text)
+
+
+def test_only_the_stretch_with_a_hidden_secret_is_kept_as_read():
+    text = "ایمیل\u200cمن 👨\u200d👩 token sk-abcdefghijklmnopqrstuvwx then ｐａｓｓｗｏｒｄ：hunter3"
+
+    result = redact(text)
+
+    assert result.text.startswith("ایمیل\u200cمن 👨\u200d👩 token [REDACTED:api_key]")
+    assert "hunter3" not in result.text and result.count == 2
 
 
 # --- the patterns a text cannot match are not run ---------------------------------------------
