@@ -21,7 +21,6 @@ import hashlib
 import logging
 from datetime import timedelta
 
-from django.contrib.auth import get_user_model
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 from rest_framework import status
@@ -163,13 +162,22 @@ def _record(
     return correction, True
 
 
+# The advisory lock's first key: the corrections rate limit (its second is the user's).
+RATE_LOCK_CLASS = 0x636F7272  # "corr"
+
+
 def _recent_count(*, user, seconds: int) -> int:
-    """The user's corrections of the last ``seconds``, counted under a lock on
-    the user's row, so that two recordings of one user count one after the
-    other and never pass the limit together (SPEC §5 abuse limits). The lock
-    is PostgreSQL's FOR NO KEY UPDATE (rows that refer to the user are still
-    written); SQLite's IMMEDIATE transactions hold its one write lock already."""
-    list(get_user_model().objects.select_for_update(no_key=True).filter(pk=user.pk).values_list("pk"))
+    """The user's corrections of the last ``seconds``, counted under a lock
+    of the user's own, so that two recordings of one user count one after
+    the other and never pass the limit together (SPEC §5 abuse limits).
+    On PostgreSQL a transaction-level advisory lock: no row is locked, so no
+    other writer of the user's row (an enrolment changing ``is_staff``) can
+    deadlock with the course lock the routing takes next. SQLite's
+    IMMEDIATE transactions hold its one write lock already."""
+    connection = transaction.get_connection()
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_xact_lock(%s, hashtext(%s))", [RATE_LOCK_CLASS, str(user.pk)])
     since = timezone.now() - timedelta(seconds=seconds)
     return Correction.objects.filter(user=user, created_at__gte=since).count()
 

@@ -6,6 +6,7 @@ or 2,000 facts and memory items, for the preview and for a real message."""
 from __future__ import annotations
 
 import pytest
+from django.db import connection
 
 from corrections.bench import bulk_facts, bulk_memories
 from corrections.models import CorrectionCase, Fact, MemoryItem, ProcessRule
@@ -191,7 +192,9 @@ CONFLICT_DETECTION_QUERIES = sum(
     {
         "the message's text (a candidate), the message with its session, the assistant's previous one": 3,
         "earlier corrections: of this message, with the same words": 2,
-        "savepoint; the user's row locked, the rate limit's count": 3,
+        "savepoint; the user's advisory lock (PostgreSQL), the rate limit's count": (
+            3 if connection.vendor == "postgresql" else 2
+        ),
         "INSERT the correction": 1,
         "lock the course, the fact on the topic, the undecided case": 3,
         "savepoint, INSERT the case, release": 3,
