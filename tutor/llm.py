@@ -93,11 +93,13 @@ def sanitize_json(value):
     return value
 
 
-def load_json(text: str) -> object:
-    """The JSON value of a provider's body or a model's reply; ValueError
+def load_json(data: str | bytes) -> object:
+    """The JSON value of a provider's body (bytes: their encoding detected as
+    JSON's is, a byte order mark allowed) or a model's reply; ValueError
     when it is no JSON or nests deeper than ``JSON_MAX_DEPTH`` levels, as a
     request body may not (SPEC §7). The decoder and every walk after it
     recurse: a value 5000 levels deep raised RecursionError wherever it went."""
+    text = data.decode(json.detect_encoding(data), "surrogatepass") if isinstance(data, bytes) else data
     if nesting_exceeds(text, JSON_MAX_DEPTH):
         raise ValueError(f"JSON nested deeper than {JSON_MAX_DEPTH} levels")
     return json.loads(text)
@@ -229,7 +231,7 @@ def chat(
                     continue
                 raise ModelConfigError(f"the model provider refused the request: HTTP {response.status_code}")
             try:
-                body = load_json(text)
+                body = load_json(response.content)
                 content = sanitize_text(_content(body))
             except ValueError as exc:
                 _record(

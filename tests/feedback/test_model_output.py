@@ -273,6 +273,31 @@ def test_a_provider_body_nested_beyond_the_limit_is_a_503_and_leaves_its_row(
     assert answered.json()["reply"]["content"] == "next"
 
 
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    "encoded",
+    [
+        lambda text: b"\xef\xbb\xbf" + text.encode(),  # UTF-8 with a byte order mark
+        lambda text: text.encode("utf-16"),
+        lambda text: text.encode("utf-8"),  # sent with a wrong charset in its header
+    ],
+    ids=["utf-8-bom", "utf-16", "wrong-charset"],
+)
+def test_a_provider_body_in_any_json_encoding_is_read_as_json_is(
+    fake_llm, student_client, session_id, encoded
+):
+    """Found by a review: the body was decoded by its charset header, not as
+    JSON is (RFC 8259, the encoding detected from the bytes)."""
+    body = encoded(json.dumps(completion("café 中文"), ensure_ascii=False))
+    headers = {"Content-Type": "application/json; charset=iso-8859-1"}
+    fake_llm.reply(httpx.Response(200, content=body, headers=headers))
+
+    answered = send(student_client, session_id, "hi")
+
+    assert answered.status_code == 201, answered.content
+    assert answered.json()["reply"]["content"] == "café 中文"
+
+
 def test_sanitize_text_keeps_valid_text_and_pairs():
     text = "中文 😀 ok\ttab\nline"
     assert llm.sanitize_text(text) == text
