@@ -20,4 +20,3 @@ DEFAULT_IGNORABLE = f"[{IGNORABLE_RANGES}]"
 # C0 and C1 controls (also line breaks) and the format characters outside
 # the set above (interlinear annotation, Egyptian hieroglyph joiners).
 CONTROL_RANGES = "\x00-\x1f\x7f-\x9f\ufff9-\ufffb\U00013430-\U0001343f"
-
