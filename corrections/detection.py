@@ -112,7 +112,10 @@ def _cjk_phrase_spans(doc: Analysed, phrase: str) -> list[Span]:
 
 @functools.cache
 def _latin_pattern(phrase: str) -> re.Pattern[str]:
-    return re.compile(r"(?<![a-z'])" + re.escape(phrase) + r"(?![a-z'])")
+    # The words of a phrase are apart by any white space: "i  prefer",
+    # "i\u00a0prefer" (a no-break space) and "i\tprefer" are "i prefer".
+    words = r"\s+".join(re.escape(word) for word in phrase.split(" "))
+    return re.compile(r"(?<![a-z'])" + words + r"(?![a-z'])")
 
 
 def _latin_phrase_spans(doc: Analysed, phrase: str) -> list[Span]:
@@ -135,6 +138,7 @@ def statement_sentences(doc: Analysed) -> list[Span]:
 _CANDIDATE_GROUPS = (PROCESS_TRIGGERS, PREFERENCE_TRIGGERS, CORRECTION_TRIGGERS, NEGATIVE_TRIGGERS)
 _EVERY_TRIGGER = tuple(dict.fromkeys(phrase for group in _CANDIDATE_GROUPS for phrase in group))
 _DIGIT = re.compile(r"\d")
+_ODD_SPACE = re.compile(r"\s{2,}|[^\S ]")  # a run of white space, or one that is no plain space
 
 
 def is_candidate(text: str) -> bool:
@@ -145,7 +149,7 @@ def is_candidate(text: str) -> bool:
     Most hold neither a digit nor any trigger phrase as a substring of their
     normalised text, which a trigger word and a number need: those are
     answered without reading the text's words and sentences."""
-    norm = normalize(text)
+    norm = _ODD_SPACE.sub(" ", normalize(text))  # a phrase's words are one space apart
     if not _DIGIT.search(norm) and not any(phrase in norm for phrase in _EVERY_TRIGGER):
         return False
     doc = Analysed(text)
@@ -257,8 +261,23 @@ def _sentence_at(doc: Analysed, position: int) -> Span:
     return next((s for s in doc.sentences if s.start <= position < s.end), Span(0, len(doc.norm)))
 
 
+def _bare_clauses(doc: Analysed, triggers: list[Span]) -> list[Span]:
+    """``triggers``, each widened to its clause when the clause says nothing
+    else -- no word of content, no number: "That is wrong," of "That is wrong,
+    it is 42" goes whole, not as "That is ," (SPEC §5 corrected_statement)."""
+    cuts: list[Span] = []
+    for trigger in triggers:
+        clause = _clause_at(doc, trigger.start)
+        inside = [t for t in triggers if clause.start <= t.start and t.end <= clause.end]
+        bare = not doc.quantities_in(clause) and not _content_words(doc, clause, inside, limit=None)
+        cut = clause if bare and trigger.end <= clause.end else trigger
+        if not cuts or cut.start >= cuts[-1].end:
+            cuts.append(cut)
+    return cuts
+
+
 def _factual(doc: Analysed, spans: list[Span], triggers: list[Span], reference: Analysed | None) -> Detection:
-    corrected = clean_statement(_text_without(doc, spans, triggers))
+    corrected = clean_statement(_text_without(doc, spans, _bare_clauses(doc, triggers)))
     body = Analysed(corrected)
     found = _corrected_quantity(body, reference)
     words = _content_words(body)

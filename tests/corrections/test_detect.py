@@ -160,3 +160,36 @@ def test_without_an_assistant_statement_the_topic_comes_from_the_correction():
 def test_the_quoted_wrong_value_is_not_the_corrected_one():
     found = detect("不是 500mm，北京年均降雨量是 630mm", assistant=RAINFALL_500)
     assert found.statement_key == "n:630"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "I  prefer short answers",  # two spaces
+        "I\u00a0prefer short answers",  # a no-break space
+        "I\tprefer short answers",
+        "I\u3000prefer short answers",  # an ideographic space
+    ],
+)
+def test_a_trigger_of_several_words_is_found_across_any_white_space(text):
+    assert is_candidate(text)
+    found = detect(text)
+    assert (found.type, found.corrected_statement) == ("preference", "I prefer short answers")
+
+
+@pytest.mark.parametrize(
+    ("text", "statement"),
+    [
+        ("That is wrong, it is 42", "It is 42"),
+        ("THAT IS WRONG, IT IS 42", "IT IS 42"),
+        ("You are wrong: the limit is 42 mm", "The limit is 42 mm"),
+        ("不对，是 630mm", "是 630mm"),
+        ("The limit is actually 42 mm", "The limit is 42 mm"),  # the clause keeps its words
+    ],
+)
+def test_a_clause_that_is_only_the_trigger_leaves_the_statement_whole(text, statement):
+    """Cutting "wrong" out of "That is wrong, it is 42" left "That is , it is
+    42": a clause with no word of content once its trigger is cut says
+    nothing of the corrected fact and goes with it."""
+    found = detect(text)
+    assert (found.type, found.corrected_statement) == ("factual", statement)
