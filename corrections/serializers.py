@@ -7,7 +7,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from corrections.models import CaseStatus, Correction, CorrectionCase, CorrectionType, Tier
-from tutor.fields import StrictCharField
+from tutor.fields import MessageTextField, StrictCharField
 from tutor.serializers import MESSAGE_MAX_CHARS
 
 REASON_MAX_CHARS = 2000
@@ -47,7 +47,7 @@ class CorrectionSerializer(serializers.ModelSerializer):
 
 
 class CorrectionCreateSerializer(serializers.Serializer):
-    content = StrictCharField(min_length=1, max_length=MESSAGE_MAX_CHARS, trim_whitespace=False)
+    content = MessageTextField(min_length=1, max_length=MESSAGE_MAX_CHARS)
     session = serializers.UUIDField(required=False, help_text="One of your own tutor sessions.")
     course = serializers.UUIDField(
         required=False,

@@ -1,6 +1,10 @@
 """Serializer fields shared by the apps' APIs."""
 
+import re
+
 from rest_framework import serializers
+
+from tutor.invisible import CONTROL_RANGES, IGNORABLE_RANGES
 
 
 class StrictCharField(serializers.CharField):
@@ -12,6 +16,26 @@ class StrictCharField(serializers.CharField):
         if not isinstance(data, str):
             self.fail("invalid")
         return super().to_internal_value(data)
+
+
+_NOTHING_TO_READ = re.compile(rf"[\s{IGNORABLE_RANGES}{CONTROL_RANGES}]*\Z")
+
+
+class MessageTextField(StrictCharField):
+    """A text a user writes to the tutor, kept exactly as sent (no trimming:
+    its spaces and line breaks are the user's), but blank when there is
+    nothing in it to read -- only white space, controls and invisible
+    characters (SPEC §7: bad input is a 400 on the field and stores nothing)."""
+
+    def __init__(self, **kwargs):
+        kwargs.setdefault("trim_whitespace", False)
+        super().__init__(**kwargs)
+
+    def to_internal_value(self, data):
+        value = super().to_internal_value(data)
+        if _NOTHING_TO_READ.match(value):
+            self.fail("blank")
+        return value
 
 
 # Fields that keep nothing of the instance they are bound to: one bound set

@@ -4,7 +4,7 @@ from rest_framework import serializers
 from feedback.models import AttemptStatus
 from feedback.results import Basis
 from feedback.selectors import FeedbackState, InvalidReason
-from tutor.fields import SharedFieldsSerializer, StrictCharField
+from tutor.fields import MessageTextField, SharedFieldsSerializer, StrictCharField
 from tutor.models import Course, Enrollment, Task, TutorMessage, TutorSession
 from tutor.rubrics import CriterionKind, Verdict, Visibility, public_criteria
 
@@ -88,7 +88,7 @@ class MessageSerializer(SharedFieldsSerializer):
 
 
 class MessageCreateSerializer(SharedFieldsSerializer):
-    content = StrictCharField(min_length=1, max_length=MESSAGE_MAX_CHARS, trim_whitespace=False)
+    content = MessageTextField(min_length=1, max_length=MESSAGE_MAX_CHARS)
 
 
 class ContextQuerySerializer(SharedFieldsSerializer):

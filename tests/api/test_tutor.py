@@ -311,7 +311,17 @@ def test_long_current_message_is_sent_verbatim_and_last(task, student_client, fa
 
 
 @pytest.mark.django_db
-@pytest.mark.parametrize("body", [{"content": ""}, {"content": "x" * 8001}, {}, {"content": None}])
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"content": ""},
+        {"content": "x" * 8001},
+        {},
+        {"content": None},
+        {"content": " \n\t "},  # white space only
+        {"content": "\u3000\u00a0\u200b\u2060\ufeff"},  # nothing to read: odd spaces, invisible characters
+    ],
+)
 def test_bad_content_is_400_on_content_and_nothing_is_stored(task, student_client, fake_llm, body):
     session_id = session_id_for(student_client, task)
 

@@ -200,6 +200,8 @@ def test_explicit_detection_in_another_students_session_is_refused(other_student
         ({}, "content"),
         ({"content": ""}, "content"),
         ({"content": "x" * 8001}, "content"),
+        ({"content": "  \n "}, "content"),
+        ({"content": "\u200b\u00a0"}, "content"),
         ({"content": "I prefer tables", "session": "nope"}, "session"),
         ({"content": "I prefer tables", "course": "00000000-0000-0000-0000-000000000000"}, "course"),
     ],
