@@ -24,7 +24,8 @@ from tutor.logs import logging_config  # noqa: E402
 
 wsgi_app = "tutor.wsgi:application"
 bind = [env_str("WEB_BIND", "127.0.0.1:8000")]
-worker_class = "gthread"
+# gthread, with its own refusals (414, 431, ...) answered as JSON (tutor.gunicorn_worker).
+worker_class = "tutor.gunicorn_worker.JsonErrorThreadWorker"
 workers = env_int("WEB_CONCURRENCY", 2, minimum=1)
 threads = env_int("WEB_THREADS", 8, minimum=1)
 backlog = 2048

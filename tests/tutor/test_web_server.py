@@ -31,9 +31,11 @@ ROOT = Path(__file__).resolve().parents[2]
 def test_the_worker_timeout_exceeds_the_tutor_requests_worst_case():
     code = (
         "import json; from tutor import gunicorn_conf as g; from django.conf import settings as s;"
+        "from gunicorn.util import load_class; from gunicorn.workers.gthread import ThreadWorker;"
         "print(json.dumps({'timeout': g.timeout, 'budget': s.TUTOR_REQUEST_BUDGET,"
         "'worker_class': g.worker_class, 'workers': g.workers, 'threads': g.threads,"
-        "'format': g.access_log_format, 'bind': g.bind}))"
+        "'format': g.access_log_format, 'bind': g.bind,"
+        "'gthread': issubclass(load_class(g.worker_class), ThreadWorker)}))"
     )
 
     result = start(code, REDIS_URL="redis://127.0.0.1:1/0", TUTOR_LLM_TIMEOUT="25", TUTOR_LLM_RETRIES="2")
@@ -43,7 +45,7 @@ def test_the_worker_timeout_exceeds_the_tutor_requests_worst_case():
     # 3 tries x 25 s + 0.5 s + 1 s backoff + the request's own 10 s.
     assert conf["budget"] == 86.5
     assert conf["timeout"] > conf["budget"]
-    assert (conf["worker_class"], conf["workers"], conf["threads"]) == ("gthread", 2, 8)
+    assert (conf["gthread"], conf["workers"], conf["threads"]) == (True, 2, 8)
     assert conf["bind"] == ["127.0.0.1:8000"]
     # The path without its query string: a draft message never reaches the access log.
     assert "%(U)s" in conf["format"] and "%(r)s" not in conf["format"] and "%(q)s" not in conf["format"]
@@ -261,6 +263,59 @@ def test_without_redis_the_web_processes_share_one_throttle_count(served, tmp_pa
     # An empty body is a 400 that still counts: nothing is stored either way.
     assert posts() == [400, 400]
     assert posts() == [400, 429]
+
+
+def raw_exchange(base: str, request: bytes) -> tuple[int, dict[str, str], bytes]:
+    """Send ``request`` as bytes on a new connection; the status, headers and
+    body of the answer (the server closes the connection after an error)."""
+    host, port = base.removeprefix("http://").split(":")
+    with socket.create_connection((host, int(port)), timeout=30) as sock:
+        sock.sendall(request)
+        data = b""
+        while chunk := sock.recv(65536):
+            data += chunk
+    head, _, body = data.partition(b"\r\n\r\n")
+    status_line, *lines = head.decode("latin-1").split("\r\n")
+    headers = {k.lower(): v.strip() for k, v in (line.split(":", 1) for line in lines)}
+    return int(status_line.split(" ")[1]), headers, body
+
+
+@pytest.mark.parametrize(
+    ("request_bytes", "status", "code"),
+    [
+        (
+            b"GET /api/courses/?q=" + b"a" * 9000 + b" HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n",
+            414,
+            "uri_too_long",
+        ),
+        (
+            b"GET /api/courses/ HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Big: " + b"b" * 9000 + b"\r\n\r\n",
+            431,
+            "request_header_fields_too_large",
+        ),
+        (b"NOT HTTP AT ALL\r\n\r\n", 400, "bad_request"),
+        (
+            b"POST /api/submissions/ HTTP/1.1\r\nHost: 127.0.0.1\r\nTransfer-Encoding: brotli\r\n\r\n",
+            501,
+            "not_implemented",
+        ),
+    ],
+    ids=["request-line", "header-field", "no-http", "transfer-coding"],
+)
+def test_what_gunicorn_refuses_itself_is_answered_in_the_json_error_shape(
+    served, request_bytes, status, code
+):
+    """SPEC §7: never an HTML page -- also for the requests the server refuses
+    before the application sees them; the refused text is not echoed."""
+    got, headers, body = raw_exchange(served["base"], request_bytes)
+
+    assert got == status
+    assert headers["content-type"] == "application/json"
+    assert int(headers["content-length"]) == len(body)
+    error = json.loads(body)
+    assert error["type"] == ("server_error" if status >= 500 else "client_error")
+    assert [(e["code"], e["attr"]) for e in error["errors"]] == [(code, None)]
+    assert b"aaaa" not in body and b"bbbb" not in body
 
 
 def test_serve_refuses_a_bad_address():

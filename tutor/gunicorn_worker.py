@@ -1,0 +1,80 @@
+"""Gunicorn's worker, answering the requests it refuses itself in the API's
+error shape (SPEC §7: never an HTML page).
+
+Gunicorn refuses some requests before the application sees them: a request
+line over ``limit_request_line`` (414), too many or too large header fields
+(431), a request that is no HTTP (400), a transfer coding it does not know
+(501). It answers those with a small HTML page of its own. This worker lets
+gunicorn decide the status, as it does, and writes the answer as JSON:
+``{"type": "client_error", "errors": [{"code", "detail", "attr": null}]}``,
+the shape of every other error. The detail is the status's reason phrase --
+never the refused request's text, which can be anything.
+"""
+
+from __future__ import annotations
+
+import json
+
+from gunicorn import util
+from gunicorn.workers.gthread import ThreadWorker
+
+# Codes of the statuses gunicorn answers itself; another status is "error".
+CODES = {
+    400: "bad_request",
+    403: "permission_denied",
+    414: "uri_too_long",
+    417: "expectation_failed",
+    431: "request_header_fields_too_large",
+    500: "error",
+    501: "not_implemented",
+}
+
+
+class _Answer:
+    """Where gunicorn writes its error page: kept to be read, not sent.
+    At timeout 0.0 gunicorn's ``util.write_nonblock`` only calls ``sendall``."""
+
+    def __init__(self):
+        self.data = b""
+
+    def gettimeout(self):
+        return 0.0
+
+    def sendall(self, data):
+        self.data += data
+
+
+def json_error(status_line: bytes) -> bytes:
+    """The whole HTTP response for gunicorn's ``status_line`` (``HTTP/1.1
+    414 URI Too Long``) in the API's error shape."""
+    _, status, reason = status_line.decode("latin-1").split(" ", 2)
+    code = int(status)
+    body = json.dumps(
+        {
+            "type": "server_error" if code >= 500 else "client_error",
+            "errors": [{"code": CODES.get(code, "error"), "detail": f"{reason}.", "attr": None}],
+        }
+    ).encode()
+    head = (
+        f"HTTP/1.1 {code} {reason}\r\n"
+        "Connection: close\r\n"
+        "Content-Type: application/json\r\n"
+        f"Content-Length: {len(body)}\r\n\r\n"
+    )
+    return head.encode("latin-1") + body
+
+
+class JsonErrorThreadWorker(ThreadWorker):
+    """gunicorn's gthread worker; its own error answers are JSON."""
+
+    def handle_error(self, req, client, addr, exc):
+        answer = _Answer()
+        # Gunicorn's own handling: the status for ``exc``, the log lines, the
+        # access line -- with its page written to ``answer``.
+        super().handle_error(req, answer, addr, exc)
+        if not answer.data:  # gunicorn could not build its page
+            return
+        try:
+            util.write_nonblock(client, json_error(answer.data.split(b"\r\n", 1)[0]))
+        except Exception:  # noqa: BLE001 - the client is gone, as gunicorn's own write allows
+            self.log.debug("Failed to send error message.")
