@@ -1,4 +1,11 @@
-"""Request bodies nobody read (SPEC §7 transport).
+"""Request bodies the application would otherwise not read (SPEC §7 transport).
+
+A body sent in chunks (``Transfer-Encoding: chunked``) has no length, and
+Django reads a body only as far as ``CONTENT_LENGTH`` says: it saw an empty
+body, so a streamed JSON request got "This field is required." on every
+field. ``ChunkedBodyApplication`` reads such a body, up to one byte past the
+upload limit, and hands it on with its length -- the requests and 413s of a
+body with a length.
 
 A request refused before its body is parsed -- 401 anonymous, 403, 404, 415,
 429 -- leaves the body unread on the connection. The server then has to
@@ -11,6 +18,7 @@ limit, keeps the connection usable.
 
 from __future__ import annotations
 
+import io
 import logging
 
 from django.conf import settings
@@ -35,3 +43,23 @@ class DrainUnreadBodyMiddleware:
             except OSError:
                 log.info("client went away before its body was read")  # nothing left to keep alive
         return response
+
+
+class ChunkedBodyApplication:
+    """WSGI: a body without a length that the server says ends where the
+    request does (``wsgi.input_terminated``: gunicorn has decoded the chunks)
+    read up to ``DATA_UPLOAD_MAX_MEMORY_SIZE + 1`` bytes and passed on with
+    its ``CONTENT_LENGTH``; a longer one is then refused as too large."""
+
+    def __init__(self, application):
+        self.application = application
+
+    def __call__(self, environ, start_response):
+        if (
+            not environ.get("CONTENT_LENGTH")
+            and environ.get("wsgi.input_terminated")
+            and "chunked" in environ.get("HTTP_TRANSFER_ENCODING", "").lower()
+        ):
+            body = environ["wsgi.input"].read(settings.DATA_UPLOAD_MAX_MEMORY_SIZE + 1)
+            environ = {**environ, "wsgi.input": io.BytesIO(body), "CONTENT_LENGTH": str(len(body))}
+        return self.application(environ, start_response)

@@ -59,7 +59,10 @@ def wsgi_call(
     query: str = "",
     token: str | None = None,
     headers: dict[str, str] | None = None,
+    server: dict | None = None,
 ) -> WsgiResponse:
+    """One request through the WSGI application; ``server`` sets (or, with
+    None, removes) variables a server puts in the environ."""
     environ = {
         "REQUEST_METHOD": method,
         "SCRIPT_NAME": "",
@@ -84,6 +87,11 @@ def wsgi_call(
         environ["HTTP_AUTHORIZATION"] = f"Token {token}"
     for name, value in (headers or {}).items():
         environ["HTTP_" + name.upper().replace("-", "_")] = value
+    for name, value in (server or {}).items():
+        if value is None:
+            environ.pop(name, None)
+        else:
+            environ[name] = value
     captured: dict = {}
 
     def start_response(status, response_headers, exc_info=None):

@@ -316,6 +316,36 @@ def test_a_body_over_the_upload_limit_is_a_413(world, operations):
             assert refused["errors"][0]["code"] == "payload_too_large"
 
 
+# What gunicorn hands over for a chunked body: the chunks decoded, no length,
+# and its word that the input ends where the body does.
+CHUNKED = {"CONTENT_LENGTH": None, "HTTP_TRANSFER_ENCODING": "chunked", "wsgi.input_terminated": True}
+
+
+def test_a_chunked_body_is_read_to_its_end(world):
+    body = json.dumps({"task": str(world.task.pk), "evidence": {"report": "streamed"}}).encode()
+
+    response = wsgi_call("POST", "/api/submissions/", body=body, token=world.student_token, server=CHUNKED)
+
+    assert response.status == 201, response.body[:300]
+    assert response.json()["evidence"]["report"] == "streamed"
+
+
+def test_a_chunked_body_over_the_upload_limit_is_a_413_read_no_further(world, operations):
+    """A body without a length is read up to one byte past the limit, and no
+    more: the 413 of a body with a length, and no unbounded buffer."""
+    limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+    filler = json.dumps({"content": "x" * (limit + 1000)}).encode()
+    for op in operations:
+        before = row_counts()
+
+        response = wsgi_call("POST", op.path, body=filler, token=op.token, server=CHUNKED)
+
+        refused = check(response, before, op, {413})
+        if refused is not None:
+            assert refused["errors"][0]["code"] == "payload_too_large"
+        assert response.unread == len(filler) - (limit + 1), op.path
+
+
 def test_evidence_with_a_nested_file_value_is_a_400_on_that_file(world):
     before = row_counts()
     body = {"task": str(world.task.pk), "evidence": {"files": {"a.py": {"nested": "dict"}}}}

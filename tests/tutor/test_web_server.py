@@ -318,6 +318,38 @@ def test_what_gunicorn_refuses_itself_is_answered_in_the_json_error_shape(
     assert b"aaaa" not in body and b"bbbb" not in body
 
 
+def chunked_post(base: str, path: str, token: str, body: bytes, piece: int = 7) -> bytes:
+    """A POST whose body is sent in chunks of ``piece`` bytes (no Content-Length)."""
+    chunks = b"".join(
+        b"%x\r\n%s\r\n" % (len(body[i : i + piece]), body[i : i + piece]) for i in range(0, len(body), piece)
+    )
+    return (
+        (
+            f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Token {token}\r\n"
+            "Content-Type: application/json\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n"
+        ).encode()
+        + chunks
+        + b"0\r\n\r\n"
+    )
+
+
+def test_a_chunked_body_is_read_like_one_with_a_length(served):
+    """A client streaming its JSON (Transfer-Encoding: chunked, no
+    Content-Length) is answered on what it sent, not as an empty body."""
+    base, token = served["base"], served["tokens"]["bob"]
+    task = call(base, "GET", "/api/tasks/", token)[1]["results"][0]["id"]
+
+    status, _, body = raw_exchange(
+        base, chunked_post(base, "/api/tutor/sessions/", token, json.dumps({"task": task}).encode())
+    )
+
+    assert status == 201, body
+    session = json.loads(body)
+    assert session["task"] == task
+    # The same session, asked for again with a plain body: it was stored.
+    assert call(base, "POST", "/api/tutor/sessions/", token, {"task": task})[:2] == (200, session)
+
+
 def test_serve_refuses_a_bad_address():
     env = {k: v for k, v in os.environ.items() if k not in SETTINGS_VARIABLES}
     env.update(DJANGO_SETTINGS_MODULE="tutor.settings", SECRET_KEY="x")
