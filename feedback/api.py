@@ -68,7 +68,7 @@ class SubmissionViewSet(
     pagination_class = SubmissionCursorPagination
     throttle_classes = [WriteThrottle]
     throttle_scope = "submissions"
-    lookup_value_converter = "uuid"
+    lookup_value_converter = "public_id"  # tutor.converters
 
     def get_queryset(self):
         submissions = visible_submissions(self.request.user).prefetch_related(
@@ -251,7 +251,7 @@ class ReviewAgreementView(APIView):
 class ReviewAttemptViewSet(HiddenChecksContextMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
     queryset = ReviewAttempt.objects.none()  # the schema's model; requests use get_queryset
     serializer_class = AttemptSerializer
-    lookup_value_converter = "uuid"
+    lookup_value_converter = "public_id"  # tutor.converters
 
     def get_queryset(self):
         return ReviewAttempt.objects.select_related("rubric", "submission__task").filter(

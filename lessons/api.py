@@ -101,7 +101,7 @@ class LessonViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.G
     serializer_class = LessonSerializer
     filterset_class = LessonFilter
     pagination_class = CreatedCursorPagination
-    lookup_value_converter = "uuid"
+    lookup_value_converter = "public_id"  # tutor.converters
 
     def get_permissions(self):
         if self.action == "deltas":
@@ -290,7 +290,7 @@ class RecallTraceViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, views
     filterset_class = RecallTraceFilter
     pagination_class = CreatedCursorPagination
     permission_classes = [*viewsets.GenericViewSet.permission_classes, IsLessonsStaff]
-    lookup_value_converter = "uuid"
+    lookup_value_converter = "public_id"  # tutor.converters
 
     def get_queryset(self):
         return visible_traces(self.request.user)

@@ -6,7 +6,12 @@ from rest_framework.routers import DefaultRouter
 from corrections import api as corrections_api
 from feedback import api as feedback_api
 from lessons import urls as lessons_urls
-from tutor import pages, session_views, views
+from tutor import (
+    converters,  # noqa: F401  (registers the public_id path converter)
+    pages,
+    session_views,
+    views,
+)
 
 router = DefaultRouter(trailing_slash=True, use_regex_path=False)
 router.include_root_view = False
@@ -35,13 +40,13 @@ urlpatterns = [
     ),
     path("api/tutor/sessions/", session_views.SessionOpenView.as_view(), name="tutor-sessions"),
     path(
-        "api/tutor/sessions/<uuid:session_id>/messages/",
+        "api/tutor/sessions/<public_id:session_id>/messages/",
         session_views.SessionMessagesView.as_view(),
         name="tutor-session-messages",
     ),
     path("api/tutor/context/", session_views.ContextView.as_view(), name="tutor-context"),
     path(
-        "api/tasks/<uuid:task_id>/review-agreement/",
+        "api/tasks/<public_id:task_id>/review-agreement/",
         feedback_api.ReviewAgreementView.as_view(),
         name="task-review-agreement",
     ),
