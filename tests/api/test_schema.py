@@ -80,3 +80,23 @@ def test_spectacular_validate_fail_on_warn_exits_zero(tmp_path):
     assert result.returncode == 0, result.stderr
     assert "Warning" not in result.stderr
     assert yaml.safe_load(out.read_text())["openapi"].startswith("3.")
+
+
+def test_an_error_of_the_document_or_its_page_is_in_the_json_error_shape(db):
+    """SPEC §7: errors have one JSON shape -- also on the paths whose answer
+    is a YAML document or an HTML page (they rendered their errors as YAML
+    and as an HTML "405 Method Not Allowed")."""
+    client = APIClient()
+    cases = [
+        (client.post("/api/schema/"), 405, "method_not_allowed"),
+        (client.delete("/api/schema"), 405, "method_not_allowed"),
+        (client.get("/api/schema/", {"format": "xml"}), 404, "not_found"),
+        (client.post("/api/docs/"), 405, "method_not_allowed"),
+        (client.options("/api/docs/"), 405, "method_not_allowed"),
+    ]
+    for response, status, code in cases:
+        assert response.status_code == status, response.content
+        assert response["Content-Type"] == "application/json", response.content
+        body = json.loads(response.content)
+        assert body["type"] == "client_error"
+        assert [(e["code"], e["attr"]) for e in body["errors"]] == [(code, None)]
