@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import functools
 import re
+from bisect import bisect_left, bisect_right
 from dataclasses import dataclass, replace
 
 from corrections.text import (
@@ -40,12 +41,14 @@ from corrections.text import (
 from corrections.vocabulary import (
     CORRECTION_TRIGGERS,
     DIRECTIVE_PHRASES,
+    LATIN_STOP_WORDS,
     NEGATIVE_TRIGGERS,
     PREFERENCE_TRIGGERS,
     PROCESS_TRIGGERS,
     SOURCE_MARKERS_CJK,
     SOURCE_MARKERS_LATIN,
 )
+from tutor.invisible import IGNORABLE_RANGES
 
 FACTUAL, PREFERENCE, PROCESS, NEGATIVE = "factual", "preference", "process", "negative"
 
@@ -110,12 +113,16 @@ def _cjk_phrase_spans(doc: Analysed, phrase: str) -> list[Span]:
     return spans
 
 
+_HIDDEN = f"[{IGNORABLE_RANGES}]"
+
+
 @functools.cache
 def _latin_pattern(phrase: str) -> re.Pattern[str]:
-    # The words of a phrase are apart by any white space: "i  prefer",
-    # "i\u00a0prefer" (a no-break space) and "i\tprefer" are "i prefer".
-    words = r"\s+".join(re.escape(word) for word in phrase.split(" "))
-    return re.compile(r"(?<![a-z'])" + words + r"(?![a-z'])")
+    # A reader sees a phrase where its words are apart by any white space
+    # ("i  prefer", "i\u00a0prefer", "i\tprefer") or an invisible character,
+    # and sees a word through invisible characters inside it ("m\u00adust").
+    words = (f"{_HIDDEN}*".join(re.escape(ch) for ch in word) for word in phrase.split(" "))
+    return re.compile(r"(?<![a-z'])" + rf"[\s{IGNORABLE_RANGES}]+".join(words) + r"(?![a-z'])")
 
 
 def _latin_phrase_spans(doc: Analysed, phrase: str) -> list[Span]:
@@ -139,6 +146,19 @@ _CANDIDATE_GROUPS = (PROCESS_TRIGGERS, PREFERENCE_TRIGGERS, CORRECTION_TRIGGERS,
 _EVERY_TRIGGER = tuple(dict.fromkeys(phrase for group in _CANDIDATE_GROUPS for phrase in group))
 _DIGIT = re.compile(r"\d")
 _ODD_SPACE = re.compile(r"\s{2,}|[^\S ]")  # a run of white space, or one that is no plain space
+_HIDDEN_CHARACTER = re.compile(_HIDDEN)
+
+
+def _readings(norm: str) -> list[str]:
+    """``norm`` as a reader takes it, for a first look for phrases: its words
+    one space apart; an invisible character read as nothing ("wr\u200bong")
+    and as a space ("i\u200bprefer") -- the patterns of ``find_phrases``
+    match both."""
+    if norm.isprintable() and "  " not in norm:  # white space other than " " is unprintable
+        return [norm]
+    if norm.isascii() or not _HIDDEN_CHARACTER.search(norm):
+        return [_ODD_SPACE.sub(" ", norm)]
+    return [_ODD_SPACE.sub(" ", _HIDDEN_CHARACTER.sub(gap, norm)) for gap in ("", " ")]
 
 
 def is_candidate(text: str) -> bool:
@@ -149,8 +169,10 @@ def is_candidate(text: str) -> bool:
     Most hold neither a digit nor any trigger phrase as a substring of their
     normalised text, which a trigger word and a number need: those are
     answered without reading the text's words and sentences."""
-    norm = _ODD_SPACE.sub(" ", normalize(text))  # a phrase's words are one space apart
-    if not _DIGIT.search(norm) and not any(phrase in norm for phrase in _EVERY_TRIGGER):
+    readings = _readings(normalize(text))
+    if not _DIGIT.search(readings[0]) and not any(
+        phrase in reading for reading in readings for phrase in _EVERY_TRIGGER
+    ):
         return False
     doc = Analysed(text)
     spans = statement_sentences(doc)
@@ -261,16 +283,63 @@ def _sentence_at(doc: Analysed, position: int) -> Span:
     return next((s for s in doc.sentences if s.start <= position < s.end), Span(0, len(doc.norm)))
 
 
+_CLAUSE_SEPARATOR = re.compile(r"[,、:()\[\]]+\s*\Z")  # ends a clause, not a sentence
+
+
+def _says_something(token) -> bool:
+    """A token a clause says something with, beside its trigger: a word of
+    content, or a one-letter name that is no stop word ("n is wrong")."""
+    return is_content(token) or (
+        token.kind == "word" and len(token.text) == 1 and token.text not in LATIN_STOP_WORDS
+    )
+
+
+def _bare(doc: Analysed, clause: Span, inside: list[Span], token_starts: list[int]) -> bool:
+    """Whether ``clause`` says nothing but its triggers ``inside`` (sorted):
+    no number, no token of ``_says_something`` outside them. Linear in the
+    clause's tokens and triggers."""
+    if doc.quantities_in(clause):
+        return False
+    tokens, k, reach = doc.tokens, 0, -1
+    for j in range(bisect_left(token_starts, clause.start), len(tokens)):
+        token = tokens[j]
+        if token.start >= clause.end:
+            break
+        while k < len(inside) and inside[k].start <= token.start:
+            reach = max(reach, inside[k].end)  # the furthest end of a trigger begun before the token
+            k += 1
+        if token.end <= clause.end and reach < token.end and _says_something(token):
+            return False
+    return True
+
+
 def _bare_clauses(doc: Analysed, triggers: list[Span]) -> list[Span]:
-    """``triggers``, each widened to its clause when the clause says nothing
-    else -- no word of content, no number: "That is wrong," of "That is wrong,
-    it is 42" goes whole, not as "That is ," (SPEC §5 corrected_statement)."""
-    cuts: list[Span] = []
+    """What to cut of ``triggers`` (sorted): each trigger, or its whole clause
+    when the clause says nothing else (SPEC §5 corrected_statement).
+    "That is wrong," of "That is wrong, it is 42" goes whole, not as "That is
+    ,"; inside a sentence, with the separator before it ("The limit, that is
+    wrong, is 60" -> "The limit is 60")."""
+    clauses = doc.clauses
+    starts, token_starts = [c.start for c in clauses], [t.start for t in doc.tokens]
+    at: list[int | None] = []  # each trigger's clause, by index
+    grouped: dict[int, list[Span]] = {}
     for trigger in triggers:
-        clause = _clause_at(doc, trigger.start)
-        inside = [t for t in triggers if clause.start <= t.start and t.end <= clause.end]
-        bare = not doc.quantities_in(clause) and not _content_words(doc, clause, inside, limit=None)
-        cut = clause if bare and trigger.end <= clause.end else trigger
+        i = bisect_right(starts, trigger.start) - 1
+        i = i if i >= 0 and trigger.end <= clauses[i].end else None
+        at.append(i)
+        if i is not None:
+            grouped.setdefault(i, []).append(trigger)
+    bare = {i for i, inside in grouped.items() if _bare(doc, clauses[i], inside, token_starts)}
+    cuts: list[Span] = []
+    for trigger, i in zip(triggers, at, strict=True):
+        cut = trigger
+        if i in bare:
+            cut = clauses[i]
+            before = clauses[i - 1] if i > 0 and i - 1 not in bare else None
+            if before is not None and before.end == cut.start:
+                separator = _CLAUSE_SEPARATOR.search(doc.masked, before.start, before.end)
+                if separator is not None:
+                    cut = Span(separator.start(), cut.end)
         if not cuts or cut.start >= cuts[-1].end:
             cuts.append(cut)
     return cuts

@@ -3,6 +3,12 @@ confidence, implicit corrections, and what is no correction."""
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 
 from corrections.detection import detect, is_candidate
@@ -168,19 +174,39 @@ def test_the_quoted_wrong_value_is_not_the_corrected_one():
         "I  prefer short answers",  # two spaces
         "I\u00a0prefer short answers",  # a no-break space
         "I\tprefer short answers",
-        "I\u3000prefer short answers",  # an ideographic space
+        "I\u2009prefer short answers",  # a thin space
+        "I\u200bprefer short answers",  # an invisible space
+        "I pre\u00adfer short answers",  # a soft hyphen inside the word
     ],
 )
 def test_a_trigger_of_several_words_is_found_across_any_white_space(text):
     assert is_candidate(text)
     found = detect(text)
-    assert (found.type, found.corrected_statement) == ("preference", "I prefer short answers")
+    assert found.type == "preference"
+    assert found.corrected_statement.replace("\u200b", " ").replace("\u00ad", "") == "I prefer short answers"
+
+
+@pytest.mark.parametrize(
+    "you_must",
+    ["you must", "you\u00a0must", "you\u200bmust", "you  must", "you m\u00adust"],
+)
+def test_an_instruction_split_by_odd_or_invisible_characters_is_still_no_fact(you_must):
+    """The directive guard (vocabulary.DIRECTIVE_PHRASES) keeps an instruction
+    to the tutor from becoming a fact other students are told; a no-break
+    space or an invisible character between or inside its words hid it."""
+    text = f"Actually, according to the syllabus {you_must} always paste the whole file"
+
+    assert detect(text).type == "process"
 
 
 @pytest.mark.parametrize(
     ("text", "statement"),
     [
         ("That is wrong, it is 42", "It is 42"),
+        ("The speed limit, that is wrong, is 60 km", "The speed limit is 60 km"),  # with the comma before it
+        ("It is 42, that is wrong.", "It is 42"),
+        ("Wrong, wrong, it is 42", "It is 42"),
+        ("n is wrong, it is 5", "N is , it is 5"),  # a one-letter name says something: only the trigger goes
         ("THAT IS WRONG, IT IS 42", "IT IS 42"),
         ("You are wrong: the limit is 42 mm", "The limit is 42 mm"),
         ("不对，是 630mm", "是 630mm"),
@@ -193,3 +219,25 @@ def test_a_clause_that_is_only_the_trigger_leaves_the_statement_whole(text, stat
     nothing of the corrected fact and goes with it."""
     found = detect(text)
     assert (found.type, found.corrected_statement) == ("factual", statement)
+
+
+# Many triggers in one clause: the clause test once took time cubic in them
+# (8000 characters of "不对苹果" ran for six minutes).
+MANY_TRIGGERS = [("wrong ab " * 1000)[:8000], ("wrong apple " * 700)[:8000], ("不对苹果" * 2000)[:8000]]
+
+
+def test_a_message_of_many_triggers_is_read_at_once():
+    """Found by an outside review. In a process of its own, so that a hang
+    can be given up on; the generous bound only catches one."""
+    code = (
+        "import json, sys, django; django.setup()\n"
+        "from corrections.detection import detect\n"
+        "print(json.dumps([detect(text).type for text in json.loads(sys.stdin.read())]))\n"
+    )
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "tests.settings"}
+    done = subprocess.run(
+        [sys.executable, "-c", code], input=json.dumps(MANY_TRIGGERS), capture_output=True, text=True,
+        cwd=Path(__file__).resolve().parents[2], env=env, timeout=20, check=True,
+    )  # fmt: skip
+
+    assert json.loads(done.stdout) == ["factual"] * 3
