@@ -14,9 +14,12 @@ never the refused request's text, which can be anything.
 from __future__ import annotations
 
 import json
+import uuid
 
 from gunicorn import util
 from gunicorn.workers.gthread import ThreadWorker
+
+from tutor.correlation import HEADER
 
 # Codes of the statuses gunicorn answers itself; another status is "error".
 CODES = {
@@ -44,11 +47,16 @@ class _Answer:
         self.data += data
 
 
-def json_error(status_line: bytes) -> bytes:
+def json_error(status_line: bytes) -> bytes | None:
     """The whole HTTP response for gunicorn's ``status_line`` (``HTTP/1.1
-    414 URI Too Long``) in the API's error shape."""
-    _, status, reason = status_line.decode("latin-1").split(" ", 2)
-    code = int(status)
+    414 URI Too Long``) in the API's error shape, with a correlation id of
+    its own (SPEC §10: every answer carries one); None for a line that names
+    no status."""
+    parts = status_line.decode("latin-1").split(" ", 2)
+    if len(parts) < 2 or not parts[1].isdigit():
+        return None
+    code = int(parts[1])
+    reason = parts[2].strip() if len(parts) == 3 and parts[2].strip() else "Error"
     body = json.dumps(
         {
             "type": "server_error" if code >= 500 else "client_error",
@@ -59,6 +67,7 @@ def json_error(status_line: bytes) -> bytes:
         f"HTTP/1.1 {code} {reason}\r\n"
         "Connection: close\r\n"
         "Content-Type: application/json\r\n"
+        f"{HEADER}: {uuid.uuid4().hex}\r\n"
         f"Content-Length: {len(body)}\r\n\r\n"
     )
     return head.encode("latin-1") + body
@@ -74,7 +83,8 @@ class JsonErrorThreadWorker(ThreadWorker):
         super().handle_error(req, answer, addr, exc)
         if not answer.data:  # gunicorn could not build its page
             return
+        response = json_error(answer.data.split(b"\r\n", 1)[0]) or answer.data
         try:
-            util.write_nonblock(client, json_error(answer.data.split(b"\r\n", 1)[0]))
+            util.write_nonblock(client, response)
         except Exception:  # noqa: BLE001 - the client is gone, as gunicorn's own write allows
             self.log.debug("Failed to send error message.")

@@ -312,6 +312,7 @@ def test_what_gunicorn_refuses_itself_is_answered_in_the_json_error_shape(
     assert got == status
     assert headers["content-type"] == "application/json"
     assert int(headers["content-length"]) == len(body)
+    assert re.fullmatch(r"[0-9a-f]{32}", headers["x-correlation-id"])
     error = json.loads(body)
     assert error["type"] == ("server_error" if status >= 500 else "client_error")
     assert [(e["code"], e["attr"]) for e in error["errors"]] == [(code, None)]
