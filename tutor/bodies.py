@@ -18,8 +18,8 @@ limit, keeps the connection usable.
 
 from __future__ import annotations
 
-import io
 import logging
+import tempfile
 
 from django.conf import settings
 
@@ -60,6 +60,28 @@ class ChunkedBodyApplication:
             and environ.get("wsgi.input_terminated")
             and "chunked" in environ.get("HTTP_TRANSFER_ENCODING", "").lower()
         ):
-            body = environ["wsgi.input"].read(settings.DATA_UPLOAD_MAX_MEMORY_SIZE + 1)
-            environ = {**environ, "wsgi.input": io.BytesIO(body), "CONTENT_LENGTH": str(len(body))}
+            body, length = _spooled(environ["wsgi.input"], settings.DATA_UPLOAD_MAX_MEMORY_SIZE + 1)
+            environ = {**environ, "wsgi.input": body, "CONTENT_LENGTH": str(length)}
         return self.application(environ, start_response)
+
+
+SPOOL_MEMORY = 256 * 1024  # a chunked body beyond this waits on disk until the view reads it
+
+
+def _spooled(stream, limit: int):
+    """Up to ``limit`` bytes of ``stream`` in a file -- in memory up to
+    ``SPOOL_MEMORY``, on disk beyond -- rewound, and how many: a request that
+    is refused (anonymous, throttled) before its body is read holds no more
+    than that in memory, as one with a length holds none."""
+    # Handed on as wsgi.input, not closed here: it goes with the request's
+    # environ (a file on disk is unlinked from the start).
+    spool = tempfile.SpooledTemporaryFile(max_size=SPOOL_MEMORY)  # noqa: SIM115
+    length = 0
+    while length < limit:
+        piece = stream.read(min(DRAIN_CHUNK, limit - length))
+        if not piece:
+            break
+        spool.write(piece)
+        length += len(piece)
+    spool.seek(0)
+    return spool, length
