@@ -1,6 +1,7 @@
 """Serializer fields shared by the apps' APIs."""
 
 import re
+import unicodedata
 
 from rest_framework import serializers
 
@@ -18,7 +19,16 @@ class StrictCharField(serializers.CharField):
         return super().to_internal_value(data)
 
 
-_NOTHING_TO_READ = re.compile(rf"[\s{IGNORABLE_RANGES}{CONTROL_RANGES}]*\Z")
+# Blank-looking signs: the braille pattern blank, the object replacement character.
+_BLANK_SIGNS = "\u2800\ufffc"
+_NOTHING_TO_READ = re.compile(rf"[\s{IGNORABLE_RANGES}{CONTROL_RANGES}{_BLANK_SIGNS}]*")
+
+
+def nothing_to_read(text: str) -> bool:
+    """Whether ``text`` shows nothing: white space, controls, invisible and
+    blank-looking characters, and marks with no letter to sit on."""
+    rest = text[_NOTHING_TO_READ.match(text).end() :]
+    return all(unicodedata.category(ch) in ("Mn", "Me") or _NOTHING_TO_READ.fullmatch(ch) for ch in rest)
 
 
 class MessageTextField(StrictCharField):
@@ -33,7 +43,7 @@ class MessageTextField(StrictCharField):
 
     def to_internal_value(self, data):
         value = super().to_internal_value(data)
-        if _NOTHING_TO_READ.match(value):
+        if nothing_to_read(value):
             self.fail("blank")
         return value
 

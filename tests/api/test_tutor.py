@@ -320,6 +320,8 @@ def test_long_current_message_is_sent_verbatim_and_last(task, student_client, fa
         {"content": None},
         {"content": " \n\t "},  # white space only
         {"content": "\u3000\u00a0\u200b\u2060\ufeff"},  # nothing to read: odd spaces, invisible characters
+        {"content": " \u0301\u0300"},  # marks with no letter to sit on
+        {"content": "\u2800\ufffc"},  # a braille blank, an object replacement character
     ],
 )
 def test_bad_content_is_400_on_content_and_nothing_is_stored(task, student_client, fake_llm, body):
