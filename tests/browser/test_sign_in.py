@@ -15,6 +15,19 @@ from tutor.models import Enrollment
 pytestmark = pytest.mark.browser
 
 
+def test_a_link_with_the_task_id_in_upper_case_opens_that_task(browser):
+    """The API takes a UUID in either case; so does the client's ?task= link."""
+    course = make_course("se-101", tasks=2)
+    second = make_task(course, "t2")
+    student_with_password(course, "alice")
+
+    browser.open(f"/?task={str(second.pk).upper()}")
+    browser.sign_in_with_password("alice", PASSWORD)
+
+    browser.wait_for_text("#task-heading", second.title)
+    assert browser.find("#task-select").get_attribute("value") == str(second.pk)
+
+
 def test_wrong_credentials_are_refused_and_signing_out_ends_token_and_session(browser):
     course = make_course("se-101")
     task = make_task(course)

@@ -129,7 +129,8 @@ function fillTaskSelect() {
 }
 
 function taskFromUrl() {
-  const wanted = new URLSearchParams(window.location.search).get("task");
+  // A UUID in either case (a link may carry it in upper case).
+  const wanted = (new URLSearchParams(window.location.search).get("task") || "").toLowerCase();
   return state.tasks.find((task) => task.id === wanted) || null;
 }
 
