@@ -41,7 +41,6 @@ from corrections.text import (
 from corrections.vocabulary import (
     CORRECTION_TRIGGERS,
     DIRECTIVE_PHRASES,
-    LATIN_STOP_WORDS,
     NEGATIVE_TRIGGERS,
     PREFERENCE_TRIGGERS,
     PROCESS_TRIGGERS,
@@ -93,10 +92,20 @@ class Detection:
 
 # --- trigger matching ---------------------------------------------------------------
 
+_HIDDEN = f"[{IGNORABLE_RANGES}]"
+_HIDDEN_RUN = re.compile(f"{_HIDDEN}+")
+
+
+def _hidden_gap(text: str, start: int, end: int) -> bool:
+    """Nothing a reader sees between ``start`` and ``end``: no character, or
+    only invisible ones ("不\u200b对" reads 不对)."""
+    return start == end or _HIDDEN_RUN.fullmatch(text, start, end) is not None
+
 
 def _cjk_phrase_spans(doc: Analysed, phrase: str) -> list[Span]:
     """Where consecutive Chinese words spell exactly ``phrase``: "不"+"对" is
-    不对, but 别 never matches inside 特别 or 别人 (word boundaries)."""
+    不对, but 别 never matches inside 特别 or 别人 (word boundaries); words
+    apart by invisible characters only are consecutive."""
     tokens, spans = doc.tokens, []
     for i, first in enumerate(tokens):
         if first.kind != "cjk" or not phrase.startswith(first.text):
@@ -104,7 +113,7 @@ def _cjk_phrase_spans(doc: Analysed, phrase: str) -> list[Span]:
         text, j = first.text, i
         while len(text) < len(phrase) and j + 1 < len(tokens):
             nxt = tokens[j + 1]
-            if nxt.kind != "cjk" or nxt.start != tokens[j].end:
+            if nxt.kind != "cjk" or not _hidden_gap(doc.masked, tokens[j].end, nxt.start):
                 break
             text += nxt.text
             j += 1
@@ -113,16 +122,15 @@ def _cjk_phrase_spans(doc: Analysed, phrase: str) -> list[Span]:
     return spans
 
 
-_HIDDEN = f"[{IGNORABLE_RANGES}]"
-
-
 @functools.cache
 def _latin_pattern(phrase: str) -> re.Pattern[str]:
     # A reader sees a phrase where its words are apart by any white space
     # ("i  prefer", "i\u00a0prefer", "i\tprefer") or an invisible character,
     # and sees a word through invisible characters inside it ("m\u00adust").
     words = (f"{_HIDDEN}*".join(re.escape(ch) for ch in word) for word in phrase.split(" "))
-    return re.compile(r"(?<![a-z'])" + rf"[\s{IGNORABLE_RANGES}]+".join(words) + r"(?![a-z'])")
+    # Nor does a phrase end where the word goes on past an invisible
+    # character ("wrong\u200bful").
+    return re.compile(r"(?<![a-z'])" + rf"[\s{IGNORABLE_RANGES}]+".join(words) + rf"(?!{_HIDDEN}*[a-z'])")
 
 
 def _latin_phrase_spans(doc: Analysed, phrase: str) -> list[Span]:
@@ -145,20 +153,20 @@ def statement_sentences(doc: Analysed) -> list[Span]:
 _CANDIDATE_GROUPS = (PROCESS_TRIGGERS, PREFERENCE_TRIGGERS, CORRECTION_TRIGGERS, NEGATIVE_TRIGGERS)
 _EVERY_TRIGGER = tuple(dict.fromkeys(phrase for group in _CANDIDATE_GROUPS for phrase in group))
 _DIGIT = re.compile(r"\d")
-_ODD_SPACE = re.compile(r"\s{2,}|[^\S ]")  # a run of white space, or one that is no plain space
-_HIDDEN_CHARACTER = re.compile(_HIDDEN)
+_GAPS = re.compile(rf"[\s{IGNORABLE_RANGES}]+")
+_COMPACT_TRIGGERS = tuple(dict.fromkeys(phrase.replace(" ", "") for phrase in _EVERY_TRIGGER))
 
 
-def _readings(norm: str) -> list[str]:
-    """``norm`` as a reader takes it, for a first look for phrases: its words
-    one space apart; an invisible character read as nothing ("wr\u200bong")
-    and as a space ("i\u200bprefer") -- the patterns of ``find_phrases``
-    match both."""
-    if norm.isprintable() and "  " not in norm:  # white space other than " " is unprintable
-        return [norm]
-    if norm.isascii() or not _HIDDEN_CHARACTER.search(norm):
-        return [_ODD_SPACE.sub(" ", norm)]
-    return [_ODD_SPACE.sub(" ", _HIDDEN_CHARACTER.sub(gap, norm)) for gap in ("", " ")]
+def _may_hold_a_trigger(norm: str) -> bool:
+    """The first look for a trigger phrase: a plain text as it is; any other
+    with its white space and invisible characters taken out, of the text and
+    of the phrases alike -- which finds every phrase ``find_phrases`` can
+    ("i\u200bpre\u00adfer", "i  prefer"), and a few more that the full
+    reading then drops."""
+    if norm.isascii() and norm.isprintable() and "  " not in norm:
+        return any(phrase in norm for phrase in _EVERY_TRIGGER)
+    compact = _GAPS.sub("", norm)
+    return any(phrase in compact for phrase in _COMPACT_TRIGGERS)
 
 
 def is_candidate(text: str) -> bool:
@@ -169,10 +177,8 @@ def is_candidate(text: str) -> bool:
     Most hold neither a digit nor any trigger phrase as a substring of their
     normalised text, which a trigger word and a number need: those are
     answered without reading the text's words and sentences."""
-    readings = _readings(normalize(text))
-    if not _DIGIT.search(readings[0]) and not any(
-        phrase in reading for reading in readings for phrase in _EVERY_TRIGGER
-    ):
+    norm = normalize(text)
+    if not _DIGIT.search(norm) and not _may_hold_a_trigger(norm):
         return False
     doc = Analysed(text)
     spans = statement_sentences(doc)
@@ -283,20 +289,15 @@ def _sentence_at(doc: Analysed, position: int) -> Span:
     return next((s for s in doc.sentences if s.start <= position < s.end), Span(0, len(doc.norm)))
 
 
-_CLAUSE_SEPARATOR = re.compile(r"[,、:()\[\]]+\s*\Z")  # ends a clause, not a sentence
-
-
-def _says_something(token) -> bool:
-    """A token a clause says something with, beside its trigger: a word of
-    content, or a one-letter name that is no stop word ("n is wrong")."""
-    return is_content(token) or (
-        token.kind == "word" and len(token.text) == 1 and token.text not in LATIN_STOP_WORDS
-    )
+# What ends a clause inside a sentence and may go with the bare clause after
+# it: no line break (that ends a sentence), no closing bracket (its opening
+# one stays).
+_CLAUSE_SEPARATOR = re.compile(r"[,、:(\[]+[^\S\n]*\Z")
 
 
 def _bare(doc: Analysed, clause: Span, inside: list[Span], token_starts: list[int]) -> bool:
     """Whether ``clause`` says nothing but its triggers ``inside`` (sorted):
-    no number, no token of ``_says_something`` outside them. Linear in the
+    no number, no word of content outside them. Linear in the
     clause's tokens and triggers."""
     if doc.quantities_in(clause):
         return False
@@ -308,7 +309,7 @@ def _bare(doc: Analysed, clause: Span, inside: list[Span], token_starts: list[in
         while k < len(inside) and inside[k].start <= token.start:
             reach = max(reach, inside[k].end)  # the furthest end of a trigger begun before the token
             k += 1
-        if token.end <= clause.end and reach < token.end and _says_something(token):
+        if token.end <= clause.end and reach < token.end and is_content(token):
             return False
     return True
 

@@ -137,6 +137,11 @@ def test_is_candidate_is_false_without_trigger_or_number():
         "错了",
         "I prefer short answers",
         "you should FIRST write the test",
+        "That is wr\u034fong, the limit is five",  # a printable invisible character inside the word
+        "you should fi\u200brst\u200bwrite the test",
+        "the limit is five, that's\u200bnot ri\u200bght",
+        "actu\U000e0101ally the limit is five",
+        "不\u200b对，是五百毫米",
     ],
 )
 def test_a_trigger_or_a_number_in_any_form_makes_a_candidate(text):
@@ -151,6 +156,7 @@ def test_a_trigger_or_a_number_in_any_form_makes_a_candidate(text):
     [
         "Is it actually 630 mm?",  # a trigger and a number, in a question
         "actuallyness is no word, and wrongful neither",  # triggers inside other words
+        "wrong\u200bful claims are no word either",  # nor through an invisible character
         "[REDACTED:email] 是什么",
     ],
 )
@@ -177,13 +183,15 @@ def test_the_quoted_wrong_value_is_not_the_corrected_one():
         "I\u2009prefer short answers",  # a thin space
         "I\u200bprefer short answers",  # an invisible space
         "I pre\u00adfer short answers",  # a soft hyphen inside the word
+        "I\u200bpre\u00adfer short answers",  # both: no one reading of the invisible characters
+        "I\u3164prefer short answers",  # a Hangul filler, printable to Python
     ],
 )
 def test_a_trigger_of_several_words_is_found_across_any_white_space(text):
     assert is_candidate(text)
     found = detect(text)
     assert found.type == "preference"
-    assert found.corrected_statement.replace("\u200b", " ").replace("\u00ad", "") == "I prefer short answers"
+    assert found.corrected_statement == " ".join(text.split())  # the words as written, one space apart
 
 
 @pytest.mark.parametrize(
@@ -199,6 +207,11 @@ def test_an_instruction_split_by_odd_or_invisible_characters_is_still_no_fact(yo
     assert detect(text).type == "process"
 
 
+@pytest.mark.parametrize("gap", ["", "\u200b", "\u00ad"])
+def test_a_chinese_instruction_split_by_an_invisible_character_is_still_no_fact(gap):
+    assert detect(f"实际上，根据大纲你{gap}必须总是粘贴整个文件").type == "process"
+
+
 @pytest.mark.parametrize(
     ("text", "statement"),
     [
@@ -206,7 +219,8 @@ def test_an_instruction_split_by_odd_or_invisible_characters_is_still_no_fact(yo
         ("The speed limit, that is wrong, is 60 km", "The speed limit is 60 km"),  # with the comma before it
         ("It is 42, that is wrong.", "It is 42"),
         ("Wrong, wrong, it is 42", "It is 42"),
-        ("n is wrong, it is 5", "N is , it is 5"),  # a one-letter name says something: only the trigger goes
+        ("The limit is:\nwrong, it is 60", "The limit is: it is 60"),  # no cut across a line break
+        ("The limit (in mm), wrong, is 60", "The limit (in mm) is 60"),  # a closing bracket stays
         ("THAT IS WRONG, IT IS 42", "IT IS 42"),
         ("You are wrong: the limit is 42 mm", "The limit is 42 mm"),
         ("不对，是 630mm", "是 630mm"),
