@@ -26,9 +26,16 @@ _NOTHING_TO_READ = re.compile(rf"[\s{IGNORABLE_RANGES}{CONTROL_RANGES}{_BLANK_SI
 
 def nothing_to_read(text: str) -> bool:
     """Whether ``text`` shows nothing: white space, controls, invisible and
-    blank-looking characters, and marks with no letter to sit on."""
-    rest = text[_NOTHING_TO_READ.match(text).end() :]
-    return all(unicodedata.category(ch) in ("Mn", "Me") or _NOTHING_TO_READ.fullmatch(ch) for ch in rest)
+    blank-looking characters, and marks with no letter to sit on. One pass,
+    a run at a time."""
+    position, end = 0, len(text)
+    while True:
+        position = _NOTHING_TO_READ.match(text, position).end()
+        if position == end:
+            return True
+        if unicodedata.category(text[position]) not in ("Mn", "Me"):
+            return False
+        position += 1
 
 
 class MessageTextField(StrictCharField):
@@ -43,7 +50,8 @@ class MessageTextField(StrictCharField):
 
     def to_internal_value(self, data):
         value = super().to_internal_value(data)
-        if nothing_to_read(value):
+        # An overlong text is refused by its length (checked after this).
+        if (self.max_length is None or len(value) <= self.max_length) and nothing_to_read(value):
             self.fail("blank")
         return value
 
