@@ -14,7 +14,9 @@ never the refused request's text, which can be anything.
 from __future__ import annotations
 
 import json
+import re
 import uuid
+from http import HTTPStatus
 
 from gunicorn import util
 from gunicorn.workers.gthread import ThreadWorker
@@ -47,16 +49,19 @@ class _Answer:
         self.data += data
 
 
-def json_error(status_line: bytes) -> bytes | None:
+def json_error(status_line: bytes, correlation_id: str) -> bytes | None:
     """The whole HTTP response for gunicorn's ``status_line`` (``HTTP/1.1
-    414 URI Too Long``) in the API's error shape, with a correlation id of
-    its own (SPEC §10: every answer carries one); None for a line that names
-    no status."""
+    414 URI Too Long``) in the API's error shape, with ``correlation_id``
+    (SPEC §10: every answer carries one); None for a line that names no
+    status."""
     parts = status_line.decode("latin-1").split(" ", 2)
-    if len(parts) < 2 or not parts[1].isdigit():
+    if len(parts) < 2 or not re.fullmatch(r"[0-9]{3}", parts[1]):
         return None
     code = int(parts[1])
-    reason = parts[2].strip() if len(parts) == 3 and parts[2].strip() else "Error"
+    try:  # the status's own phrase: gunicorn keeps "Bad Request" for its 501
+        reason = HTTPStatus(code).phrase
+    except ValueError:
+        reason = parts[2].strip() if len(parts) == 3 and parts[2].strip() else "Error"
     body = json.dumps(
         {
             "type": "server_error" if code >= 500 else "client_error",
@@ -67,7 +72,7 @@ def json_error(status_line: bytes) -> bytes | None:
         f"HTTP/1.1 {code} {reason}\r\n"
         "Connection: close\r\n"
         "Content-Type: application/json\r\n"
-        f"{HEADER}: {uuid.uuid4().hex}\r\n"
+        f"{HEADER}: {correlation_id}\r\n"
         f"Content-Length: {len(body)}\r\n\r\n"
     )
     return head.encode("latin-1") + body
@@ -83,7 +88,13 @@ class JsonErrorThreadWorker(ThreadWorker):
         super().handle_error(req, answer, addr, exc)
         if not answer.data:  # gunicorn could not build its page
             return
-        response = json_error(answer.data.split(b"\r\n", 1)[0]) or answer.data
+        status_line = answer.data.split(b"\r\n", 1)[0]
+        correlation_id = uuid.uuid4().hex
+        response = json_error(status_line, correlation_id)
+        if response is None:
+            response = answer.data
+        else:  # the id the client is given, on a line of the log
+            self.log.info("refused: %s; correlation id %s", status_line.decode("latin-1"), correlation_id)
         try:
             util.write_nonblock(client, response)
         except Exception:  # noqa: BLE001 - the client is gone, as gunicorn's own write allows

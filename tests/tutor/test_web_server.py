@@ -18,6 +18,7 @@ import time
 import urllib.error
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
+from http import HTTPStatus
 from pathlib import Path
 
 import pytest
@@ -313,9 +314,11 @@ def test_what_gunicorn_refuses_itself_is_answered_in_the_json_error_shape(
     assert headers["content-type"] == "application/json"
     assert int(headers["content-length"]) == len(body)
     assert re.fullmatch(r"[0-9a-f]{32}", headers["x-correlation-id"])
+    assert headers["x-correlation-id"] in served["log"].read_text()  # the id a client reports is logged
     error = json.loads(body)
     assert error["type"] == ("server_error" if status >= 500 else "client_error")
     assert [(e["code"], e["attr"]) for e in error["errors"]] == [(code, None)]
+    assert error["errors"][0]["detail"] == f"{HTTPStatus(status).phrase}."
     assert b"aaaa" not in body and b"bbbb" not in body
 
 
