@@ -47,7 +47,7 @@ from corrections.vocabulary import (
     SOURCE_MARKERS_CJK,
     SOURCE_MARKERS_LATIN,
 )
-from tutor.invisible import IGNORABLE_RANGES
+from tutor.invisible import DEFAULT_IGNORABLE, IGNORABLE_RANGES
 
 FACTUAL, PREFERENCE, PROCESS, NEGATIVE = "factual", "preference", "process", "negative"
 
@@ -92,8 +92,9 @@ class Detection:
 
 # --- trigger matching ---------------------------------------------------------------
 
-_HIDDEN = f"[{IGNORABLE_RANGES}]"
+_HIDDEN = DEFAULT_IGNORABLE
 _HIDDEN_RUN = re.compile(f"{_HIDDEN}+")
+_GAP = rf"[\s{IGNORABLE_RANGES}]+"  # what a reader sees as one space between words
 
 
 def _hidden_gap(text: str, start: int, end: int) -> bool:
@@ -130,7 +131,7 @@ def _latin_pattern(phrase: str) -> re.Pattern[str]:
     words = (f"{_HIDDEN}*".join(re.escape(ch) for ch in word) for word in phrase.split(" "))
     # Nor does a phrase end where the word goes on past an invisible
     # character ("wrong\u200bful").
-    return re.compile(r"(?<![a-z'])" + rf"[\s{IGNORABLE_RANGES}]+".join(words) + rf"(?!{_HIDDEN}*[a-z'])")
+    return re.compile(r"(?<![a-z'])" + _GAP.join(words) + rf"(?!{_HIDDEN}*[a-z'])")
 
 
 def _latin_phrase_spans(doc: Analysed, phrase: str) -> list[Span]:
@@ -153,7 +154,7 @@ def statement_sentences(doc: Analysed) -> list[Span]:
 _CANDIDATE_GROUPS = (PROCESS_TRIGGERS, PREFERENCE_TRIGGERS, CORRECTION_TRIGGERS, NEGATIVE_TRIGGERS)
 _EVERY_TRIGGER = tuple(dict.fromkeys(phrase for group in _CANDIDATE_GROUPS for phrase in group))
 _DIGIT = re.compile(r"\d")
-_GAPS = re.compile(rf"[\s{IGNORABLE_RANGES}]+")
+_GAPS = re.compile(_GAP)
 _COMPACT_TRIGGERS = tuple(dict.fromkeys(phrase.replace(" ", "") for phrase in _EVERY_TRIGGER))
 
 
