@@ -1,4 +1,4 @@
 """Gunicorn reads this file when started from the project directory
-(``gunicorn tutor.wsgi``); the configuration itself is tutor/gunicorn_conf.py."""
+(``gunicorn tutor.wsgi``); the configuration itself is tutor/ops/gunicorn_conf.py."""
 
-from tutor.gunicorn_conf import *  # noqa: F403
+from tutor.ops.gunicorn_conf import *  # noqa: F403

@@ -39,7 +39,7 @@ from corrections.services.dispatch import detections_send_again
 from corrections.services.facts import fact_set_pinned
 from tutor import access
 from tutor.admin_scoping import CappedCountPaginator, CourseScopedAdmin, ReadOnlyAdmin, ScopedFilter
-from tutor.errors import DomainError
+from tutor.kernel.errors import DomainError
 from tutor.models import AuditEvent
 
 WORDS_CHARS = 120  # a supporter's own words in the changelist

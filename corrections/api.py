@@ -33,9 +33,9 @@ from corrections.services.cases import case_accept, case_claim, case_dispute, ca
 from corrections.services.intake import correction_submit
 from corrections.services.memory import memory_forget
 from tutor import access
-from tutor.errors import PermissionRefused
+from tutor.kernel.errors import PermissionRefused
 from tutor.models import Course, Enrollment, TutorSession
-from tutor.pagination import SeqCursorPagination
+from tutor.web.pagination import SeqCursorPagination
 
 
 class MemoryViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
@@ -43,7 +43,7 @@ class MemoryViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
 
     queryset = MemoryItem.objects.none()  # the schema's model; requests use get_queryset
     serializer_class = MemoryItemSerializer
-    lookup_value_converter = "public_id"  # tutor.converters
+    lookup_value_converter = "public_id"  # tutor.web.converters
     filter_backends: list = []
 
     def get_queryset(self):
@@ -89,7 +89,7 @@ class CorrectionViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewse
     serializer_class = CorrectionSerializer
     filterset_class = CorrectionFilter
     pagination_class = CorrectionPagination
-    lookup_value_converter = "public_id"  # tutor.converters
+    lookup_value_converter = "public_id"  # tutor.web.converters
 
     def get_queryset(self):
         return visible_corrections(self.request.user)
@@ -180,7 +180,7 @@ class CorrectionCaseViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, vi
     serializer_class = CaseSerializer
     filterset_class = CaseFilter
     permission_classes = [IsAuthenticated, IsCourseStaff]
-    lookup_value_converter = "public_id"  # tutor.converters
+    lookup_value_converter = "public_id"  # tutor.web.converters
 
     def get_queryset(self):
         if getattr(self, "swagger_fake_view", False):

@@ -10,12 +10,12 @@ class CorrectionsConfig(AppConfig):
         from corrections.memory_snapshot import MEMORY_SCOPE
         from corrections.providers import register_providers
         from corrections.receivers import connect_receivers
+        from tutor.db.snapshots import register_request_scope
         from tutor.services import register_staff_view_models
-        from tutor.snapshots import register_request_scope
 
         register_providers()
         connect_receivers()
-        # Read with every tutor request's task (tutor.snapshots.version_subqueries).
+        # Read with every tutor request's task (tutor.db.snapshots.version_subqueries).
         register_request_scope(CORRECTIONS_SCOPE, "course")
         register_request_scope(MEMORY_SCOPE, "user")
         # Course staff open the review queue and its records; querysets stay

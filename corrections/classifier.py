@@ -20,8 +20,8 @@ from corrections.conf import setting
 from corrections.detection import STATEMENT_MAX_CHARS, Detection
 from corrections.text import Analysed, clean_statement, cut_text
 from tutor import llm
-from tutor.fencing import fence
-from tutor.redaction import redact
+from tutor.kernel.fencing import fence
+from tutor.kernel.redaction import redact
 
 log = logging.getLogger(__name__)
 

@@ -1,13 +1,13 @@
 """The named settings of the corrections app (SPEC §5), with their defaults.
 
 ``tutor/settings.py`` reads each from the environment; code reads them here
-(``tutor.conf.optional_setting``: kept until a setting changes), so a test's
+(``tutor.kernel.conf.optional_setting``: kept until a setting changes), so a test's
 ``settings`` override takes effect at once.
 """
 
 from __future__ import annotations
 
-from tutor.conf import optional_setting
+from tutor.kernel.conf import optional_setting
 
 DEFAULTS = {
     # Routing (SPEC §5 table; seed 002 §4.1).

@@ -1,5 +1,5 @@
 """A course's injected facts and process rules as a snapshot kept per process
-(SPEC §5, §10; ``tutor.snapshots``).
+(SPEC §5, §10; ``tutor.db.snapshots``).
 
 The facts and process rules sections read them from the snapshot instead of
 running their statements (``corrections.injection``) on every request: the
@@ -32,7 +32,7 @@ from corrections.conf import setting
 from corrections.injection import FACT_COLUMNS, KEYED_MESSAGE_TOKENS, NO_TOKEN, NOTHING, RowTexts, Selection
 from corrections.models import INJECTED_FACT_STATUSES, REACH_ALL, Fact, ProcessRule, TaskFactOverlap
 from corrections.text import text_keys, token_keys
-from tutor.snapshots import SnapshotStore, scope_changed, scope_key
+from tutor.db.snapshots import SnapshotStore, scope_changed, scope_key
 
 CORRECTIONS_SCOPE = "corrections"
 # Tasks (and values of N) whose contribution one snapshot remembers.

@@ -47,7 +47,7 @@ from corrections.vocabulary import (
     SOURCE_MARKERS_CJK,
     SOURCE_MARKERS_LATIN,
 )
-from tutor.invisible import DEFAULT_IGNORABLE, IGNORABLE_RANGES
+from tutor.kernel.invisible import DEFAULT_IGNORABLE, IGNORABLE_RANGES
 
 FACTUAL, PREFERENCE, PROCESS, NEGATIVE = "factual", "preference", "process", "negative"
 

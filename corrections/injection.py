@@ -59,7 +59,7 @@ from corrections.models import (
     TaskFactOverlap,
 )
 from corrections.text import text_keys
-from tutor.prepared import PreparedQuery
+from tutor.db.prepared import PreparedQuery
 
 
 class RowTexts:

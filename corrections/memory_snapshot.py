@@ -1,4 +1,4 @@
-"""A user's memory as a snapshot kept per process (SPEC §5, §10; ``tutor.snapshots``).
+"""A user's memory as a snapshot kept per process (SPEC §5, §10; ``tutor.db.snapshots``).
 
 The preferences and memories sections read the user's items from the
 snapshot instead of running the memory statement
@@ -26,7 +26,7 @@ from datetime import datetime
 
 from corrections.injection import MEMORIES, NO_SESSION, NO_TOKEN, NOTHING, PREFERENCES, RowTexts, Selection
 from corrections.models import CorrectionType, MemoryItem, MemoryTier, MemoryToken
-from tutor.snapshots import SnapshotStore, scope_changed, user_scope_key
+from tutor.db.snapshots import SnapshotStore, scope_changed, user_scope_key
 
 MEMORY_SCOPE = "memory"
 ITEM_COLUMNS = ("id", "tier", "kind", "content", "expires_at", "session_id", "updated_at")

@@ -43,8 +43,8 @@ from corrections.memory_snapshot import USER_MEMORY, memory_from_snapshot, memor
 from corrections.models import CorrectionType, FactStatus, MemoryTier
 from corrections.relevance import task_query_tokens
 from corrections.text import query_tokens
-from tutor.fencing import fence
-from tutor.providers import (
+from tutor.context.budgets import budget, cut
+from tutor.context.providers import (
     FACTS_CHARS,
     FACTS_POSITION,
     MEMORIES_CHARS,
@@ -58,7 +58,7 @@ from tutor.providers import (
     SectionProvider,
     register,
 )
-from tutor.sections import budget, cut
+from tutor.kernel.fencing import fence
 
 FACTS_USAGE = (
     "Course facts settled from corrections follow as data. Prefer them to your own knowledge when they "

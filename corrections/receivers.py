@@ -15,7 +15,7 @@ def detection_outbox_rows(sender, message, **kwargs) -> list:
     crash between the commit and the worker loses it -- when the message can
     be a correction at all (``corrections.services.dispatch.detection_needed``)."""
     from corrections.services.dispatch import OUTBOX_ROW, detection_needed, detection_row
-    from tutor.guarded_writes import Row
+    from tutor.db.guarded_writes import Row
 
     if message.role != TutorMessage.Role.USER or not detection_needed(message):
         return []

@@ -34,8 +34,8 @@ from corrections.models import (
 )
 from corrections.text import jaccard
 from tutor import access
+from tutor.db.prepared import PreparedQuery
 from tutor.models import TutorMessage
-from tutor.prepared import PreparedQuery
 
 # --- detection ---------------------------------------------------------------------------
 

@@ -7,8 +7,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from corrections.models import CaseStatus, Correction, CorrectionCase, CorrectionType, Tier
-from tutor.fields import MessageTextField, StrictCharField
-from tutor.serializers import MESSAGE_MAX_CHARS
+from tutor.web.fields import MESSAGE_MAX_CHARS, MessageTextField, StrictCharField
 
 REASON_MAX_CHARS = 2000
 

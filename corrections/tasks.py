@@ -9,7 +9,7 @@ def detect_correction(message_id: str, correlation_id: str = "") -> str | None:
     Safe to run twice: a duplicate delivery writes nothing (SPEC §5)."""
     from corrections.services.dispatch import detection_done
     from corrections.services.intake import correction_detect_message
-    from tutor.correlation import reset_correlation_id, set_correlation_id
+    from tutor.kernel.correlation import reset_correlation_id, set_correlation_id
 
     token = set_correlation_id(correlation_id or None)
     try:

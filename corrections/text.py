@@ -44,7 +44,7 @@ _SENTENCE_END = re.compile(r"[。!?;\n]+|\.(?=\s|$)")
 _CLAUSE_END = re.compile(r"[。!?;\n,、:()\[\]]+|\.(?=\s|$)")
 _SPACE = re.compile(r"\s+")
 _EDGE_PUNCTUATION = " \t\r\n,.;:!?、。，；：！？-—~…\"'()[]"
-# Redaction markers ("[REDACTED:email]", tutor.redaction.marker) are not words
+# Redaction markers ("[REDACTED:email]", tutor.kernel.redaction.marker) are not words
 # of a topic, and a stored statement keeps them whole. Masking also takes a
 # marker that lost its closing bracket (a model's reply may hold one): its
 # words must never become topic tokens either.

@@ -6,7 +6,7 @@ from collections import Counter
 
 from django.utils.html import format_html, format_html_join
 
-from tutor.rubrics import Verdict
+from tutor.kernel.rubrics import Verdict
 
 STATUS_STYLE = {
     Verdict.PASS: "color:#1a7f37",

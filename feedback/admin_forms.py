@@ -6,7 +6,7 @@ from __future__ import annotations
 from django import forms
 
 from feedback.serializers import VERDICT_NEXT_STEP_MAX_CHARS, VERDICT_REASON_MAX_CHARS
-from tutor.rubrics import Verdict
+from tutor.kernel.rubrics import Verdict
 
 KEEP = ""
 

@@ -19,7 +19,7 @@ from tutor.admin_scoping import (
     ReadOnlyAdmin,
     ScopedFilter,
 )
-from tutor.errors import DomainError
+from tutor.kernel.errors import DomainError
 
 
 class RegradeStatusFilter(DefaultChoiceFilter):

@@ -19,8 +19,8 @@ from django.db.models import Count, F, Q
 
 from feedback.models import CriterionAgreement
 from feedback.results import Basis
+from tutor.kernel.rubrics import CriterionKind, Verdict
 from tutor.models import Rubric, Task
-from tutor.rubrics import CriterionKind, Verdict
 
 # Staff verdicts on criteria judged this way count: a machine judged them.
 MACHINE_BASES = (Basis.MODEL, Basis.CHECK, Basis.CI, Basis.SELF_REPORT)

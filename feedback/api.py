@@ -31,9 +31,9 @@ from feedback.services.regrades import regrade_request_create
 from feedback.services.verdicts import staff_verdict_create
 from tutor import access
 from tutor.models import Enrollment, Task
-from tutor.openapi import conflict, forbidden
-from tutor.pagination import SeqCursorPagination
-from tutor.throttling import WriteThrottle
+from tutor.web.openapi import conflict, forbidden
+from tutor.web.pagination import SeqCursorPagination
+from tutor.web.throttling import WriteThrottle
 
 
 class SubmissionFilter(django_filters.FilterSet):
@@ -68,7 +68,7 @@ class SubmissionViewSet(
     pagination_class = SubmissionCursorPagination
     throttle_classes = [WriteThrottle]
     throttle_scope = "submissions"
-    lookup_value_converter = "public_id"  # tutor.converters
+    lookup_value_converter = "public_id"  # tutor.web.converters
 
     def get_queryset(self):
         submissions = visible_submissions(self.request.user).prefetch_related(
@@ -251,7 +251,7 @@ class ReviewAgreementView(APIView):
 class ReviewAttemptViewSet(HiddenChecksContextMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
     queryset = ReviewAttempt.objects.none()  # the schema's model; requests use get_queryset
     serializer_class = AttemptSerializer
-    lookup_value_converter = "public_id"  # tutor.converters
+    lookup_value_converter = "public_id"  # tutor.web.converters
 
     def get_queryset(self):
         return ReviewAttempt.objects.select_related("rubric", "submission__task").filter(

@@ -7,7 +7,7 @@ class FeedbackConfig(AppConfig):
 
     def ready(self):
         from feedback.providers import FeedbackSection
-        from tutor.providers import register
+        from tutor.context.providers import register
         from tutor.services import register_staff_view_models
 
         register(FeedbackSection())

@@ -12,11 +12,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from feedback.selectors import FeedbackSelection, FeedbackState, InvalidReason
-from tutor.conf import from_settings, optional_setting
-from tutor.fencing import escape_data, fence
-from tutor.memo import Memo
-from tutor.rubrics import RUBRIC_ID_MAX_CHARS
-from tutor.sections import cut
+from tutor.context.budgets import cut
+from tutor.db.memo import Memo
+from tutor.kernel.conf import from_settings, optional_setting
+from tutor.kernel.fencing import escape_data, fence
+from tutor.kernel.rubrics import RUBRIC_ID_MAX_CHARS
 
 # SPEC §3 budget: characters, Python len.
 FEEDBACK_BLOCK_CHARS = 2400  # the whole fenced block: JSON plus markers, not the usage text
@@ -142,7 +142,7 @@ _RENDERED = Memo("rendered feedback blocks", RENDERED_BLOCKS)
 
 def feedback_block(selection: FeedbackSelection) -> RenderedFeedback:
     """``render_block(selection)``, kept for a selection of a terminal attempt
-    (``tutor.memo``): its block, text and meta are shared, never changed."""
+    (``tutor.db.memo``): its block, text and meta are shared, never changed."""
     limits = feedback_limits()
     if selection.memo_key is None:
         return render_block(selection, limits)

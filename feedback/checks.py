@@ -5,8 +5,8 @@ criteria without a check are decided elsewhere."""
 from __future__ import annotations
 
 from feedback.results import Basis, criterion_result
-from tutor.redaction import redact_text
-from tutor.rubrics import Verdict
+from tutor.kernel.redaction import redact_text
+from tutor.kernel.rubrics import Verdict
 
 LOG_TAIL_CHARS = 300  # how much of a CI log a reason may quote
 

@@ -8,7 +8,7 @@ from typing import Any
 
 from django.conf import settings
 
-from tutor.errors import PayloadTooLarge
+from tutor.kernel.errors import PayloadTooLarge
 
 
 class EvidenceTooLarge(PayloadTooLarge):

@@ -21,8 +21,8 @@ from feedback.results import Basis, aggregate_overall, criterion_result, default
 from feedback.reviewer import review_semantic
 from feedback.services.worker import attempt_claim, attempt_complete, attempt_failed
 from tutor import llm
-from tutor.correlation import reset_correlation_id, set_correlation_id
-from tutor.rubrics import Verdict
+from tutor.kernel.correlation import reset_correlation_id, set_correlation_id
+from tutor.kernel.rubrics import Verdict
 
 log = logging.getLogger(__name__)
 

@@ -9,7 +9,7 @@ items), so this provider reads nothing itself.
 from __future__ import annotations
 
 from feedback.block import FEEDBACK_USAGE_TEXT
-from tutor.providers import FEEDBACK_POSITION, ContextRequest, Section, SectionProvider
+from tutor.context.providers import FEEDBACK_POSITION, ContextRequest, Section, SectionProvider
 
 
 class FeedbackSection(SectionProvider):

@@ -7,7 +7,7 @@ from typing import Any
 
 from django.db import models
 
-from tutor.rubrics import CriterionKind, Verdict
+from tutor.kernel.rubrics import CriterionKind, Verdict
 
 
 class Basis(models.TextChoices):

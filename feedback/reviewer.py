@@ -2,7 +2,7 @@
 
 Only ``semantic`` criteria are sent. The evidence is fenced as untrusted data
 within its own character budget, with the secrets in it redacted
-(``tutor.redaction``: the prompt is also what the ModelCall row stores; the
+(``tutor.kernel.redaction``: the prompt is also what the ModelCall row stores; the
 submission keeps its evidence as it was sent); the model must answer with exactly one
 verdict per semantic criterion plus ``next_step``, checked by
 :func:`validate_review_reply` inside the bounded repair loop.
@@ -17,9 +17,9 @@ from django.conf import settings
 
 from feedback.repair import LoopResult, ValidationFailed, run_repair_loop
 from tutor import llm
-from tutor.fencing import fence
-from tutor.redaction import redact_text
-from tutor.rubrics import Verdict, is_hidden
+from tutor.kernel.fencing import fence
+from tutor.kernel.redaction import redact_text
+from tutor.kernel.rubrics import Verdict, is_hidden
 
 REVIEW_EVIDENCE_CHARS = 24_000  # evidence budget inside the review prompt
 REVIEW_REASON_CHARS = 1000  # longest reason/evidence kept from a model verdict

@@ -19,11 +19,11 @@ from feedback.results import result_contract_error
 from feedback.versions import NoRubric, Versions, current_versions
 from feedback.visibility import student_result
 from tutor import access
-from tutor.jsonrows import JSONRows
-from tutor.memo import Memo
+from tutor.db.jsonrows import JSONRows
+from tutor.db.memo import Memo
+from tutor.db.prepared import PreparedQuery
+from tutor.kernel.rubrics import CriterionKind, Verdict
 from tutor.models import Enrollment, Task
-from tutor.prepared import PreparedQuery
-from tutor.rubrics import CriterionKind, Verdict
 
 log = logging.getLogger(__name__)
 
@@ -131,7 +131,7 @@ def latest_row_queryset(*, student_id, task_id, versions: dict | None):
     ``submission_latest_idx`` and ``attempt_newest_idx``.
 
     ``task_id`` and the ``versions`` may be references (``OuterRef``) to a
-    statement this one is a subquery of (``tutor.selectors``: the task's
+    statement this one is a subquery of (``tutor.chat.selectors``: the task's
     statement carries the selection); they are passed on to the inner
     subqueries one level further out.
     """
@@ -158,7 +158,7 @@ def latest_row_queryset(*, student_id, task_id, versions: dict | None):
 
 
 # The hot path runs the selection through SQL compiled once per process from
-# the queryset above (tutor.prepared): the ORM's build and compile cost 25x
+# the queryset above (tutor.db.prepared): the ORM's build and compile cost 25x
 # the database's work. Versions are parameters, so rubric bumps and setting
 # changes need no recompilation.
 LATEST_ROW = PreparedQuery(
@@ -236,7 +236,7 @@ def select_feedback(student, task: Task) -> FeedbackSelection:
 
 def latest_row_subquery(*, student_id, task, rubric, prompt_version, engine_version) -> JSONRows:
     """The row ``select_feedback`` reads, as a column of the task's own
-    statement (``tutor.jsonrows``): the latest submission of ``student_id``
+    statement (``tutor.db.jsonrows``): the latest submission of ``student_id``
     for ``task`` (a reference to the outer statement's task id), joined with
     its deciding attempt under the task's current rubric (``rubric``: the
     outer path to it, e.g. ``"current_rubric__"``) and the given prompt and

@@ -12,8 +12,8 @@ from feedback.models import CiSource, ErrorCode, RegradeRequest, ReviewAttempt, 
 from feedback.results import Basis
 from feedback.services.regrades import REGRADE_REASON_MAX_CHARS
 from feedback.visibility import CI_LOG_HIDDEN, hidden_criteria, reads_ci_log, student_result
-from tutor.fields import StrictCharField
-from tutor.rubrics import CriterionKind, Verdict
+from tutor.kernel.rubrics import CriterionKind, Verdict
+from tutor.web.fields import StrictCharField
 
 EVIDENCE_KEYS = {"report", "files", "ci", "head_sha", "repo_url"}
 FILE_PATH_MAX_CHARS = 1024

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import copy
 
-from tutor.rubrics import CheckType, Verdict, is_hidden
+from tutor.kernel.rubrics import CheckType, Verdict, is_hidden
 
 HIDDEN_TEXT = {
     Verdict.FAIL: "a hidden check did not pass; ask staff if you need a hint",

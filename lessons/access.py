@@ -15,7 +15,7 @@ from __future__ import annotations
 from django.db.models import QuerySet
 
 from tutor import access as tutor_access
-from tutor.errors import PermissionRefused
+from tutor.kernel.errors import PermissionRefused
 from tutor.models import Enrollment
 
 

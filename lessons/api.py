@@ -41,9 +41,9 @@ from lessons.services.lifecycle import (
     lesson_retire,
 )
 from lessons.validation import clean_body, clean_symptoms, clean_tags, clean_title
-from tutor.errors import InvalidInput
+from tutor.kernel.errors import InvalidInput
 from tutor.models import Course
-from tutor.pagination import SeqCursorPagination
+from tutor.web.pagination import SeqCursorPagination
 
 CONFLICT = OpenApiResponse(description="The lesson's status does not allow this transition.")
 
@@ -101,7 +101,7 @@ class LessonViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.G
     serializer_class = LessonSerializer
     filterset_class = LessonFilter
     pagination_class = CreatedCursorPagination
-    lookup_value_converter = "public_id"  # tutor.converters
+    lookup_value_converter = "public_id"  # tutor.web.converters
 
     def get_permissions(self):
         if self.action == "deltas":
@@ -290,7 +290,7 @@ class RecallTraceViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, views
     filterset_class = RecallTraceFilter
     pagination_class = CreatedCursorPagination
     permission_classes = [*viewsets.GenericViewSet.permission_classes, IsLessonsStaff]
-    lookup_value_converter = "public_id"  # tutor.converters
+    lookup_value_converter = "public_id"  # tutor.web.converters
 
     def get_queryset(self):
         return visible_traces(self.request.user)

@@ -13,13 +13,13 @@ class LessonsConfig(AppConfig):
         from lessons.models import Lesson
         from lessons.providers import LessonsSection
         from lessons.receivers import capture_on_attempt_finished, lesson_saved_or_deleted
-        from tutor.providers import register
+        from tutor.context.providers import register
+        from tutor.db.snapshots import register_request_scope
         from tutor.services import register_staff_view_models
-        from tutor.snapshots import register_request_scope
 
         # Takes the place of tutor's empty "lessons" slot.
         register(LessonsSection())
-        # Read with every tutor request's task (tutor.snapshots.version_subqueries).
+        # Read with every tutor request's task (tutor.db.snapshots.version_subqueries).
         register_request_scope(LESSONS_SCOPE, "course")
         register_request_scope(LESSONS_SCOPE, "global")
         # A send's trace alone reads the lessons of other statuses.

@@ -2,7 +2,7 @@
 
 A tutor request recalls from snapshots of its scope (the course's lessons
 and the global ones) instead of searching the library in SQL: the request
-then reads only the scopes' versions (``tutor.snapshots``). Two snapshots
+then reads only the scopes' versions (``tutor.db.snapshots``). Two snapshots
 per scope: its injected lessons, indexed by normalized tag and by symptom
 anchor (what a preview and a send recall from), and its lessons in every
 other status (what a send's trace lists as filtered, and counts). A draft
@@ -51,7 +51,7 @@ from lessons.selectors import (
     lessons_recall,
     recalled_now,
 )
-from tutor.snapshots import SnapshotStore, Versions, scope_changed, scope_key
+from tutor.db.snapshots import SnapshotStore, Versions, scope_changed, scope_key
 
 LESSONS_SCOPE = "lessons"
 OTHER_LESSONS_SCOPE = "lessons_other"  # the scope's lessons in every status but injected

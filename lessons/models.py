@@ -15,8 +15,8 @@ from django.db import models
 from django.db.models import Q
 
 from feedback.models import ReviewAttempt, Submission
-from tutor import tags as task_tags
-from tutor.jsonfield import CompactJSONField
+from tutor.kernel import tags as task_tags
+from tutor.kernel.jsonfield import CompactJSONField
 from tutor.models import Course, Task, TutorSession
 
 # SPEC §6: at most three ``add`` deltas per signal attempt, across requests.

@@ -20,10 +20,10 @@ from lessons.library import (
 from lessons.recall import recalled_item
 from lessons.services.usage import recall_record, recall_rows
 from lessons.text import render_lesson
-from tutor.fencing import fence
-from tutor.providers import LESSONS_CHARS, LESSONS_POSITION, ContextRequest, Section, SectionProvider
-from tutor.rubrics import is_hidden
-from tutor.sections import budget
+from tutor.context.budgets import budget
+from tutor.context.providers import LESSONS_CHARS, LESSONS_POSITION, ContextRequest, Section, SectionProvider
+from tutor.kernel.fencing import fence
+from tutor.kernel.rubrics import is_hidden
 
 LESSONS_FENCE_NAME = "LESSONS"
 LESSONS_USAGE_TEXT = """\

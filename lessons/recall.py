@@ -30,7 +30,7 @@ from datetime import date
 
 from django.db import models
 
-from tutor.conf import from_settings, optional_setting
+from tutor.kernel.conf import from_settings, optional_setting
 
 # Seed 003 step 2 (SPEC §6). Overridable by settings of the same names.
 LESSON_RECALL_W_TAG = 0.5  # tags are pinned by a human reviewer: the most trusted signal

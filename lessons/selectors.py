@@ -45,7 +45,7 @@ from lessons.models import (
 )
 from lessons.recall import LessonRow, RecallContext, RecallParams, RecallResult, Totals, recall
 from lessons.text import jaccard, marked, normalize, symptom_anchor, tag_pairs, text_tokens
-from tutor.prepared import PreparedQuery
+from tutor.db.prepared import PreparedQuery
 
 # Float sums in SQL and in Python may differ in the last bits: the SQL
 # pre-filter lets borderline lessons through, and Python decides exactly.
@@ -217,7 +217,7 @@ class _Shape:
         return self.looks_for == _TEXT and not (self.by_pairs or self.every_lesson)
 
 
-# Parameter kinds (tutor.prepared) of the statement's values.
+# Parameter kinds (tutor.db.prepared) of the statement's values.
 _KINDS = {
     "course_ids": "uuid[]",
     "tags": "str[]",
@@ -330,7 +330,7 @@ def _found_keys(scope: Q, values: dict) -> QuerySet:
     into a scan of the lessons), and searches them once: on the bench, the
     statement of a one-tag task took 1.41 ms with the PostgreSQL form and
     0.55 ms with this one, as before generic plans. The statement is compiled
-    per database vendor (``tutor.prepared``)."""
+    per database vendor (``tutor.db.prepared``)."""
     keys = _keys_in_text(scope, values)
     if connection.vendor != "postgresql":
         injected = Lesson.objects.filter(pk=OuterRef("lesson_id"), status=LessonStatus.INJECTED)
@@ -518,7 +518,7 @@ _prepared_lock = threading.Lock()
 
 
 def _prepared_for(shape: _Shape, names) -> PreparedQuery:
-    """The statement of ``shape``, compiled once per process (tutor.prepared)."""
+    """The statement of ``shape``, compiled once per process (tutor.db.prepared)."""
     prepared = _prepared.get(shape)
     if prepared is None:
         with _prepared_lock:
@@ -699,7 +699,7 @@ def lessons_recall(
     texts are searched once.
 
     The statement runs as SQL compiled once per process from its queryset
-    (``tutor.prepared``; one per shape, see ``_Shape``), and what it
+    (``tutor.db.prepared``; one per shape, see ``_Shape``), and what it
     normalizes is cached: neither the ORM nor the text rules redo per
     request what depends only on the task or the library.
     """

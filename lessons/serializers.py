@@ -20,7 +20,7 @@ from lessons.models import (
 )
 from lessons.recall import Decision
 from lessons.services.deltas import DELTAS_MAX_PER_REQUEST
-from tutor.fields import StrictCharField
+from tutor.web.fields import StrictCharField
 
 NOTE_MAX_CHARS = 2000
 

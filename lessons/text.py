@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 import re
 
-from tutor.tags import clean_tag, folded
+from tutor.kernel.tags import clean_tag, folded
 
 # Ideographs, kana, hangul, bopomofo: one token each, matched without word boundaries.
 CJK_RANGES = "\u3040-\u30ff\u3100-\u312f\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
@@ -35,7 +35,7 @@ CHARS_PER_TOKEN = 4
 
 def normalize(text: str) -> str:
     """Compatibility-folded (full-width ``ＣＩ`` is ``ci``), case-folded, single-spaced:
-    a tag's key (``tutor.tags.tag_key``) without ``BOUNDARY``, for symptoms and texts too."""
+    a tag's key (``tutor.kernel.tags.tag_key``) without ``BOUNDARY``, for symptoms and texts too."""
     return clean_tag(folded(text).replace(BOUNDARY, ""))
 
 

@@ -15,7 +15,7 @@ from lessons.models import (
     TITLE_MAX_CHARS,
 )
 from lessons.text import clean, normalize, symptom_anchor
-from tutor.errors import InvalidInput
+from tutor.kernel.errors import InvalidInput
 
 
 def _at(prefix: str, name: str) -> str:

@@ -67,8 +67,8 @@ def _fresh_cache():
     """Throttle counters live in the cache, scope snapshots in the process; ids repeat across tests."""
     from django.core.cache import cache
 
-    from tutor.memo import clear_all
-    from tutor.snapshots import forget_all
+    from tutor.db.memo import clear_all
+    from tutor.db.snapshots import forget_all
 
     cache.clear()
     forget_all()  # snapshots of the rows a test's transaction rolls back
@@ -81,14 +81,14 @@ def _fresh_cache():
 
 @pytest.fixture(params=["in_transaction", "committed"])
 def snapshot_path(request, monkeypatch):
-    """Runs a test twice (``tutor.snapshots``): as it is -- a test's writes stay
+    """Runs a test twice (``tutor.db.snapshots``): as it is -- a test's writes stay
     in its transaction, so the scopes it changed are read by the statements
     themselves -- and as if each write had committed when made, so every
     context read goes through the process's snapshots and is kept right by
     the drops the writes make (a write path that forgets to say what it
     changed leaves a stale snapshot, and the test's assertions fail)."""
     if request.param == "committed":
-        from tutor import snapshots
+        from tutor.db import snapshots
 
         # Nothing is ever pending: every read may use the snapshots, and every
         # change is published on its own, as a commit of its own would.

@@ -1,6 +1,6 @@
 """The plan a hot statement runs (SPEC §10 plan tests): SQLite's plan of it
 as bound; on PostgreSQL its generic plan, the one a prepared statement runs
-whatever its values (``tutor.server_statements.use_generic_plans``)."""
+whatever its values (``tutor.db.statements.use_generic_plans``)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import re
 
 from django.db import connection
 
-from tutor.server_statements import native_sql
+from tutor.db.statements import native_sql
 
 
 def plan_of_sql(sql: str, params) -> str:

@@ -9,8 +9,8 @@ class TutorConfig(AppConfig):
         from django.db.backends.signals import connection_created
         from django.db.models.signals import post_migrate
 
-        from tutor.providers import register_tutor_providers
-        from tutor.server_statements import use_generic_plans
+        from tutor.context.providers import register_tutor_providers
+        from tutor.db.statements import use_generic_plans
 
         register_tutor_providers()
         connection_created.connect(use_generic_plans, dispatch_uid="tutor.use_generic_plans")
@@ -19,8 +19,8 @@ class TutorConfig(AppConfig):
 
 
 def _optimize_sqlite(sender, using="default", **kwargs):
-    """After migrations: SQLite's planner statistics (see tutor.maintenance)."""
-    from tutor.maintenance import database_optimize
+    """After migrations: SQLite's planner statistics (see tutor.ops.maintenance)."""
+    from tutor.ops.maintenance import database_optimize
 
     database_optimize(using=using)
 

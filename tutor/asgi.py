@@ -5,6 +5,6 @@ from django.core.asgi import get_asgi_application
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tutor.settings")
 application = get_asgi_application()
 
-from tutor.entrypoints import require_web_settings  # noqa: E402  (needs the settings loaded)
+from tutor.ops.entrypoints import require_web_settings  # noqa: E402  (needs the settings loaded)
 
 require_web_settings()

@@ -14,7 +14,7 @@ from typing import Any
 from django.contrib.contenttypes.models import ContentType
 from django.db import models, transaction
 
-from tutor.correlation import current_or_none
+from tutor.kernel.correlation import current_or_none
 from tutor.models import AuditEvent, Course
 
 OPERATOR = "operator"  # actor label of a management command run from a shell

@@ -31,7 +31,7 @@ NO_BROKER_MESSAGE = (
 
 @signals.before_task_publish.connect
 def _send_correlation_id(headers=None, **kwargs):
-    from tutor.correlation import current_or_none
+    from tutor.kernel.correlation import current_or_none
 
     correlation_id = current_or_none()
     if correlation_id and headers is not None:
@@ -40,7 +40,7 @@ def _send_correlation_id(headers=None, **kwargs):
 
 @signals.task_prerun.connect
 def _enter_correlation_id(task=None, **kwargs):
-    from tutor.correlation import current_or_none, set_correlation_id
+    from tutor.kernel.correlation import current_or_none, set_correlation_id
 
     # The header of a published task; in eager mode (no publish) the task
     # runs inside its sender and keeps the sender's id.
@@ -50,7 +50,7 @@ def _enter_correlation_id(task=None, **kwargs):
 
 @signals.task_postrun.connect
 def _leave_correlation_id(task=None, **kwargs):
-    from tutor.correlation import reset_correlation_id
+    from tutor.kernel.correlation import reset_correlation_id
 
     token = getattr(task.request, "correlation_token", None)
     if token is not None:

@@ -1,7 +1,7 @@
 """The base of the project's management commands.
 
 - A DomainError raised by a service ends the command with exit status 1 and
-  its message: the one mapping for commands (tutor.errors has the API's).
+  its message: the one mapping for commands (tutor.kernel.errors has the API's).
 - Each run gets a correlation id, so its log lines and audit rows can be
   followed like a request's (SPEC §10).
 """
@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandError
 
-from tutor.correlation import reset_correlation_id, set_correlation_id
-from tutor.errors import DomainError
+from tutor.kernel.correlation import reset_correlation_id, set_correlation_id
+from tutor.kernel.errors import DomainError
 
 
 class DomainCommand(BaseCommand):

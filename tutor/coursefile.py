@@ -15,11 +15,11 @@ from typing import Any
 from django.db import transaction
 
 from tutor.audit import audit_record
-from tutor.datafiles import DataFileError, data_file_load
-from tutor.errors import DomainError
+from tutor.kernel.datafiles import DataFileError, data_file_load
+from tutor.kernel.errors import DomainError
+from tutor.kernel.rubrics import RUBRIC_ID_MAX_CHARS, CheckType, CriterionKind, Visibility
+from tutor.kernel.tags import tags_cleaned, tags_path, tags_problem
 from tutor.models import AuditEvent, Course, Rubric, Task
-from tutor.rubrics import RUBRIC_ID_MAX_CHARS, CheckType, CriterionKind, Visibility
-from tutor.tags import tags_cleaned, tags_path, tags_problem
 
 SLUG_MAX_CHARS = 64
 

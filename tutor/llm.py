@@ -27,11 +27,11 @@ from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
 from django.utils import timezone
 
-from tutor.correlation import get_correlation_id
-from tutor.errors import ServiceUnavailable
+from tutor.db.prepared import PreparedInsert
+from tutor.kernel.correlation import get_correlation_id
+from tutor.kernel.errors import ServiceUnavailable
 from tutor.models import ModelCall
-from tutor.parsers import JSON_MAX_DEPTH, nesting_exceeds
-from tutor.prepared import PreparedInsert
+from tutor.web.parsers import JSON_MAX_DEPTH, nesting_exceeds
 
 log = logging.getLogger(__name__)
 

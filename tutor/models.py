@@ -8,8 +8,8 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
-from tutor.jsonfield import CompactJSONField
-from tutor.tags import tags_cleaned, tags_problem, validate_tags
+from tutor.kernel.jsonfield import CompactJSONField
+from tutor.kernel.tags import tags_cleaned, tags_problem, validate_tags
 
 
 class Course(models.Model):
@@ -50,7 +50,7 @@ class Task(models.Model):
         return f"{self.course.slug}/{self.slug}"
 
     def clean(self) -> None:
-        """Tags are stored as the course file stores them (``tutor.tags``)."""
+        """Tags are stored as the course file stores them (``tutor.kernel.tags``)."""
         if tags_problem(self.tags) is None:
             self.tags = tags_cleaned(self.tags)
 
@@ -283,7 +283,7 @@ class AuditEvent(models.Model):
 
 class ScopeVersion(models.Model):
     """The version of one scope of rows that processes keep snapshots of
-    (``tutor.snapshots``), such as a course's injected lessons: a random
+    (``tutor.db.snapshots``), such as a course's injected lessons: a random
     number, replaced after each committed change of the scope. Equality is
     all a reader asks of it; a scope without a row has version 0."""
 

@@ -1,12 +1,11 @@
+"""Serializers of the course domain: courses, tasks, who am I (SPEC §7). The
+tutor turn's are in ``tutor.chat.serializers``."""
+
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from feedback.models import AttemptStatus
-from feedback.results import Basis
-from feedback.selectors import FeedbackState, InvalidReason
-from tutor.fields import MessageTextField, SharedFieldsSerializer, StrictCharField
-from tutor.models import Course, Enrollment, Task, TutorMessage, TutorSession
-from tutor.rubrics import CriterionKind, Verdict, Visibility, public_criteria
+from tutor.kernel.rubrics import CriterionKind, Visibility, public_criteria
+from tutor.models import Course, Enrollment, Task
 
 
 class CourseSerializer(serializers.ModelSerializer):
@@ -55,164 +54,6 @@ class TaskSerializer(serializers.ModelSerializer):
         if public != criteria and task.course_id not in self.context.get("staff_courses", ()):
             criteria = public
         return [{"visibility": Visibility.VISIBLE.value, **c} for c in criteria]
-
-
-MESSAGE_MAX_CHARS = 8000  # SPEC §4: content 1-8000 characters
-
-
-class SessionSerializer(serializers.ModelSerializer):
-    task = serializers.UUIDField(source="task_id", read_only=True)
-
-    class Meta:
-        model = TutorSession
-        fields = ["id", "task", "created_at", "archived"]
-        read_only_fields = fields
-
-
-class SessionOpenSerializer(serializers.Serializer):
-    task = serializers.UUIDField()
-    new = serializers.BooleanField(default=False)
-
-
-# A stored message, as a tutor turn answers it. Its fields are declared rather
-# than read off the model: a ModelSerializer builds them again for each
-# instance, and a turn serializes two (0.23 against 0.12 ms).
-class MessageSerializer(SharedFieldsSerializer):
-    id = serializers.UUIDField(read_only=True)
-    role = serializers.ChoiceField(choices=TutorMessage.Role.choices, read_only=True)
-    content = serializers.CharField(read_only=True)
-    created_at = serializers.DateTimeField(read_only=True)
-    # SPEC §4: an assistant message carries the context_meta of the request
-    # that produced it (what the tutor was given); null for user messages.
-    context_meta = serializers.JSONField(read_only=True, allow_null=True)
-
-
-class MessageCreateSerializer(SharedFieldsSerializer):
-    content = MessageTextField(min_length=1, max_length=MESSAGE_MAX_CHARS)
-
-
-class ContextQuerySerializer(SharedFieldsSerializer):
-    task = serializers.UUIDField()
-    message = serializers.CharField(
-        required=False, min_length=1, max_length=MESSAGE_MAX_CHARS, trim_whitespace=False
-    )
-
-
-class ContextBodySerializer(SharedFieldsSerializer):
-    """``POST /api/tutor/context/``: the preview with the draft in the body
-    (a long draft does not fit a URL, and a URL lands in access logs)."""
-
-    task = serializers.UUIDField()
-    message = StrictCharField(
-        required=False, allow_null=True, allow_blank=True, max_length=MESSAGE_MAX_CHARS, trim_whitespace=False
-    )
-
-
-class ChatMessageSerializer(serializers.Serializer):
-    role = serializers.ChoiceField(choices=["system", "user", "assistant"])
-    content = serializers.CharField()
-
-
-# --- output shapes of the context (SPEC §3, §4); they type the OpenAPI document ---
-
-
-class ContextMetaSerializer(serializers.Serializer):
-    """``context_meta``: every key always present; providers of other apps add
-    their ids keys (``lesson_ids``, ``fact_ids``, …) and omitted counts."""
-
-    correlation_id = serializers.CharField()
-    feedback_state = serializers.ChoiceField(choices=FeedbackState.choices)
-    feedback_rubric_ids = serializers.ListField(child=serializers.CharField())
-    lesson_ids = serializers.ListField(child=serializers.JSONField())
-    fact_ids = serializers.ListField(child=serializers.JSONField())
-    preference_ids = serializers.ListField(child=serializers.JSONField())
-    memory_ids = serializers.ListField(child=serializers.JSONField())
-    process_rule_ids = serializers.ListField(child=serializers.JSONField())
-    omitted = serializers.DictField(child=serializers.IntegerField())
-    sections = serializers.DictField(child=serializers.DictField())
-    system_chars = serializers.IntegerField()
-
-
-# Keys a stored context_meta may lack: it was written before the section that
-# adds them existed. The history shows them empty, as SPEC §4's "every key" wants.
-META_ID_KEYS = (
-    "feedback_rubric_ids",
-    "lesson_ids",
-    "fact_ids",
-    "preference_ids",
-    "memory_ids",
-    "process_rule_ids",
-)
-
-
-class HistoryMessageSerializer(MessageSerializer):
-    """A message of the history: an assistant message carries the
-    ``context_meta`` of the request that produced it (SPEC §4), a user
-    message null. A meta stored by an earlier release is shown as it was
-    stored, with the id lists it lacks empty -- never refused."""
-
-    context_meta = serializers.SerializerMethodField()
-
-    @extend_schema_field(ContextMetaSerializer(allow_null=True))
-    def get_context_meta(self, message: TutorMessage):
-        meta = message.context_meta
-        if not isinstance(meta, dict):
-            return None
-        return {**{key: [] for key in META_ID_KEYS}, "omitted": {}, **meta}
-
-
-class ExchangeSerializer(serializers.Serializer):
-    user_message = MessageSerializer()
-    reply = MessageSerializer()
-    context_meta = ContextMetaSerializer()
-
-
-class FeedbackItemSerializer(serializers.Serializer):
-    rubric_id = serializers.CharField()
-    status = serializers.ChoiceField(choices=Verdict.choices)
-    criterion = serializers.CharField(allow_blank=True)
-    reason = serializers.CharField(allow_blank=True)
-    evidence = serializers.CharField(allow_blank=True)
-    basis = serializers.ChoiceField(choices=Basis.choices)
-
-
-class FeedbackBlockSerializer(serializers.Serializer):
-    """The feedback block of SPEC §3. Over budget it is the minimal
-    ``{state, reason, submission_id, attempt_id}``, hence the optional keys;
-    ``reason`` is there in the ``invalid`` state only."""
-
-    state = serializers.ChoiceField(choices=FeedbackState.choices)
-    reason = serializers.ChoiceField(choices=InvalidReason.choices, required=False)
-    submission_id = serializers.UUIDField(allow_null=True)
-    submission_seq = serializers.IntegerField(allow_null=True, required=False)
-    attempt_id = serializers.UUIDField(allow_null=True)
-    attempt_seq = serializers.IntegerField(allow_null=True, required=False)
-    attempt_status = serializers.ChoiceField(choices=AttemptStatus.choices, allow_null=True, required=False)
-    review_status = serializers.ChoiceField(choices=Verdict.choices, allow_null=True, required=False)
-    rubric_version = serializers.CharField(allow_null=True, required=False)
-    prompt_version = serializers.CharField(allow_null=True, required=False)
-    engine_version = serializers.CharField(allow_null=True, required=False)
-    model = serializers.CharField(allow_null=True, required=False)
-    reused = serializers.BooleanField(allow_null=True, required=False)
-    snapshot_hash = serializers.CharField(allow_null=True, required=False)
-    items = FeedbackItemSerializer(many=True, required=False)
-    next_step = serializers.CharField(allow_null=True, allow_blank=True, required=False)
-    total_items = serializers.IntegerField(required=False)
-    omitted_count = serializers.IntegerField(required=False)
-    truncated_fields = serializers.ListField(child=serializers.CharField(), required=False)
-
-
-class RecalledLessonsSerializer(serializers.Serializer):
-    recalled = serializers.ListField(child=serializers.DictField())
-
-
-class ContextSerializer(serializers.Serializer):
-    feedback = FeedbackBlockSerializer()
-    messages = ChatMessageSerializer(many=True)
-    lessons = RecalledLessonsSerializer()
-    facts = serializers.ListField(child=serializers.DictField())
-    preferences = serializers.ListField(child=serializers.DictField())
-    meta = ContextMetaSerializer()
 
 
 # --- who am I (GET /api/me/) ----------------------------------------------------

@@ -8,7 +8,7 @@ from django.db import transaction
 from rest_framework.authtoken.models import Token
 
 from tutor.audit import audit_record
-from tutor.errors import DomainError
+from tutor.kernel.errors import DomainError
 from tutor.models import AuditEvent, Course, Enrollment
 
 COURSE_STAFF_GROUP = "Course staff"

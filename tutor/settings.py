@@ -14,8 +14,8 @@ from pathlib import Path
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
-from tutor.env import env_bool, env_int, env_list, env_number, env_rate, env_str, env_url
-from tutor.logs import logging_config
+from tutor.ops.env import env_bool, env_int, env_list, env_number, env_rate, env_str, env_url
+from tutor.ops.logs import logging_config
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -55,17 +55,17 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     # First, so that every response -- also one made by a middleware below --
     # carries X-Correlation-ID and every line logged on the way has the id.
-    "tutor.correlation.CorrelationIdMiddleware",
+    "tutor.kernel.correlation.CorrelationIdMiddleware",
     # Reads what a refused request left of its body: the connection stays usable.
-    "tutor.bodies.DrainUnreadBodyMiddleware",
+    "tutor.web.bodies.DrainUnreadBodyMiddleware",
     # A Host outside ALLOWED_HOSTS: the JSON 400, DEBUG or not (Django's DEBUG
     # answer is HTML); inside the drain, so that refusal leaves no body behind.
-    "tutor.hosts.AllowedHostMiddleware",
+    "tutor.web.hosts.AllowedHostMiddleware",
     "django.middleware.security.SecurityMiddleware",
-    "tutor.static_serving.StaticFilesMiddleware",
+    "tutor.web.static_serving.StaticFilesMiddleware",
     # Before CommonMiddleware: a path answers the same with or without its
     # trailing slash, never with a redirect (SPEC §7).
-    "tutor.slashes.TrailingSlashMiddleware",
+    "tutor.web.slashes.TrailingSlashMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -76,7 +76,7 @@ MIDDLEWARE = [
     "tutor.lti.middleware.FrameAncestorsMiddleware",
 ]
 # A redirect of a POST loses its body (clients re-send it as a GET), and
-# under DEBUG Django answers it with an HTML 500: tutor.slashes resolves the
+# under DEBUG Django answers it with an HTML 500: tutor.web.slashes resolves the
 # other spelling of the path in place instead.
 APPEND_SLASH = False
 
@@ -113,11 +113,11 @@ _database_url = env_str("DATABASE_URL", f"sqlite:///{BASE_DIR / 'db.sqlite3'}")
 # PostgreSQL connection cost ~5.5 ms of every review task), and checked before
 # reuse, so a server restart costs one failed check, not an error.
 DATABASE_CONN_MAX_AGE = env_int("DATABASE_CONN_MAX_AGE", 300)
-# Seconds a process keeps a snapshot of a scope's rows (tutor.snapshots) before reloading it
+# Seconds a process keeps a snapshot of a scope's rows (tutor.db.snapshots) before reloading it
 # whatever its version: the bound on staleness should a version never be written.
 TUTOR_SNAPSHOT_MAX_AGE = env_int("TUTOR_SNAPSHOT_MAX_AGE", 300)
 # PostgreSQL: the hot path's precompiled queries run as server-side prepared
-# statements (tutor.server_statements); off for a pooler that cannot keep them.
+# statements (tutor.db.statements); off for a pooler that cannot keep them.
 DATABASE_PREPARED_STATEMENTS = env_bool("DATABASE_PREPARED_STATEMENTS", True)
 try:
     _database = dj_database_url.parse(
@@ -186,7 +186,7 @@ if not REVIEW_HARD_TIME_LIMIT < CELERY_VISIBILITY_TIMEOUT:
 # tutor request budget; the web server's worker timeout must exceed it, or a
 # hung model ends as the web server's own HTML 500 instead of the JSON 503.
 # A pending reply older than the budget belongs to a request that no longer
-# runs (tutor.sessions). In the embedded mode (no REDIS_URL) the review runs
+# runs (tutor.chat.services). In the embedded mode (no REDIS_URL) the review runs
 # eagerly inside the submitting request, so the web budget covers it too.
 TUTOR_REQUEST_OVERHEAD = 10  # seconds: context assembly and the writes around the model call
 _worst_model_call = (TUTOR_LLM_RETRIES + 1) * TUTOR_LLM_TIMEOUT + sum(
@@ -244,7 +244,7 @@ CELERY_BEAT_SCHEDULE = {
     },
     "purge-model-calls": {"task": "tutor.tasks.purge_model_calls", "schedule": 86400.0},
     "optimize-database": {"task": "tutor.tasks.optimize_database", "schedule": 3600.0},
-    # Reply claims of killed web workers (tutor.sessions.sessions_release_stale).
+    # Reply claims of killed web workers (tutor.chat.services.sessions_release_stale).
     "release-stale-replies": {
         "task": "tutor.tasks.release_stale_replies",
         "schedule": float(REVIEW_SWEEP_INTERVAL),
@@ -254,7 +254,7 @@ CELERY_BEAT_SCHEDULE = {
 if REDIS_URL:
     CACHES = {
         "default": {
-            "BACKEND": "tutor.redis_cache.CountingRedisCache",
+            "BACKEND": "tutor.ops.redis_cache.CountingRedisCache",
             "LOCATION": REDIS_URL,
             "OPTIONS": {"socket_connect_timeout": 1, "socket_timeout": 1},
         }
@@ -265,7 +265,7 @@ else:
     # a user would get the configured rate once per worker. Files are shared.
     CACHES = {
         "default": {
-            "BACKEND": "tutor.file_cache.LockedFileCache",
+            "BACKEND": "tutor.ops.file_cache.LockedFileCache",
             "LOCATION": env_str("CACHE_DIR", str(BASE_DIR / "cache")),
             # The counters of a few thousand active users, each in three scopes.
             "OPTIONS": {"MAX_ENTRIES": 10000},
@@ -276,25 +276,25 @@ else:
 TUTOR_THROTTLE_SUBMISSIONS = env_rate("TUTOR_THROTTLE_SUBMISSIONS", "30/min")
 TUTOR_THROTTLE_MESSAGES = env_rate("TUTOR_THROTTLE_MESSAGES", "60/min")
 TUTOR_THROTTLE_REGRADES = env_rate("TUTOR_THROTTLE_REGRADES", "10/hour")
-CSRF_FAILURE_VIEW = "tutor.handlers.csrf_failure"
+CSRF_FAILURE_VIEW = "tutor.web.handlers.csrf_failure"
 REST_FRAMEWORK = {
     # JSON only (SPEC §7): the browsable API would answer ?format=api and
-    # Accept: text/html with HTML pages. DRF's JSON, written by orjson (tutor.renderers).
-    "DEFAULT_RENDERER_CLASSES": ["tutor.renderers.FastJSONRenderer"],
+    # Accept: text/html with HTML pages. DRF's JSON, written by orjson (tutor.web.renderers).
+    "DEFAULT_RENDERER_CLASSES": ["tutor.web.renderers.FastJSONRenderer"],
     # Token first: an anonymous request is answered 401 with a WWW-Authenticate
     # header rather than 403 (SPEC §7).
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "tutor.authentication.PreparedTokenAuthentication",
+        "tutor.web.authentication.PreparedTokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
-    "DEFAULT_PAGINATION_CLASS": "tutor.pagination.DefaultPagination",
+    "DEFAULT_PAGINATION_CLASS": "tutor.web.pagination.DefaultPagination",
     "PAGE_SIZE": 50,
     "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
     # JSON bodies only (SPEC §7): form and multipart bodies are a 415; the
     # parser bounds size and nesting and refuses NUL and lone surrogates.
-    "DEFAULT_PARSER_CLASSES": ["tutor.parsers.StrictJSONParser"],
-    "DEFAULT_SCHEMA_CLASS": "tutor.openapi.AutoSchema",
+    "DEFAULT_PARSER_CLASSES": ["tutor.web.parsers.StrictJSONParser"],
+    "DEFAULT_SCHEMA_CLASS": "tutor.web.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "drf_standardized_errors.handler.exception_handler",
     "DEFAULT_THROTTLE_RATES": {
         "submissions": TUTOR_THROTTLE_SUBMISSIONS,
@@ -305,14 +305,14 @@ REST_FRAMEWORK = {
 }
 DRF_STANDARDIZED_ERRORS = {
     "ENABLE_IN_DEBUG_FOR_UNHANDLED_EXCEPTIONS": True,
-    "EXCEPTION_HANDLER_CLASS": "tutor.errors.ExceptionHandler",
-    "EXCEPTION_FORMATTER_CLASS": "tutor.errors.ErrorFormatter",
+    "EXCEPTION_HANDLER_CLASS": "tutor.web.errors.ExceptionHandler",
+    "EXCEPTION_FORMATTER_CLASS": "tutor.web.errors.ErrorFormatter",
     # 413 on every operation with a body (the upload limit); 403, 409 and 503
-    # are declared by the operations that can answer them (tutor.openapi).
+    # are declared by the operations that can answer them (tutor.web.openapi).
     "ALLOWED_ERROR_STATUS_CODES": ["400", "401", "403", "404", "405", "406", "413", "415", "429", "500"],
     "ERROR_SCHEMAS": {
-        "400": "tutor.openapi.ErrorResponse400Serializer",
-        "413": "tutor.openapi.ErrorResponse413Serializer",
+        "400": "tutor.web.openapi.ErrorResponse400Serializer",
+        "413": "tutor.web.openapi.ErrorResponse413Serializer",
     },
 }
 SPECTACULAR_SETTINGS = {
@@ -321,7 +321,7 @@ SPECTACULAR_SETTINGS = {
     "VERSION": "0.1.0",
     "SERVE_INCLUDE_SCHEMA": False,
     "COMPONENT_SPLIT_REQUEST": True,
-    # tutor.converters: a public id in a path is a UUID (either case).
+    # tutor.web.converters: a public id in a path is a UUID (either case).
     "PATH_CONVERTER_OVERRIDES": {"public_id": {"type": "string", "format": "uuid"}},
     "ENUM_NAME_OVERRIDES": {
         "ValidationErrorEnum": "drf_standardized_errors.openapi_serializers.ValidationErrorEnum.choices",
@@ -332,16 +332,16 @@ SPECTACULAR_SETTINGS = {
         "ErrorCode404Enum": "drf_standardized_errors.openapi_serializers.ErrorCode404Enum.choices",
         "ErrorCode405Enum": "drf_standardized_errors.openapi_serializers.ErrorCode405Enum.choices",
         "ErrorCode406Enum": "drf_standardized_errors.openapi_serializers.ErrorCode406Enum.choices",
-        "ErrorCode409Enum": "tutor.errors.ErrorCode409Enum.choices",
-        "ErrorCode413Enum": "tutor.errors.ErrorCode413Enum.choices",
+        "ErrorCode409Enum": "tutor.kernel.errors.ErrorCode409Enum.choices",
+        "ErrorCode413Enum": "tutor.kernel.errors.ErrorCode413Enum.choices",
         "ErrorCode415Enum": "drf_standardized_errors.openapi_serializers.ErrorCode415Enum.choices",
         "ErrorCode429Enum": "drf_standardized_errors.openapi_serializers.ErrorCode429Enum.choices",
         "ErrorCode500Enum": "drf_standardized_errors.openapi_serializers.ErrorCode500Enum.choices",
-        "ErrorCode503Enum": "tutor.errors.ErrorCode503Enum.choices",
+        "ErrorCode503Enum": "tutor.kernel.errors.ErrorCode503Enum.choices",
         "ErrorType400Enum": [("validation_error", "validation_error"), ("client_error", "client_error")],
         "CheckStateEnum": [("ok", "ok"), ("down", "down"), ("not_configured", "not_configured")],
-        "VerdictEnum": "tutor.rubrics.Verdict.choices",
-        "CriterionKindEnum": "tutor.rubrics.CriterionKind.choices",
+        "VerdictEnum": "tutor.kernel.rubrics.Verdict.choices",
+        "CriterionKindEnum": "tutor.kernel.rubrics.CriterionKind.choices",
         "BasisEnum": "feedback.results.Basis.choices",
         "AttemptStatusEnum": "feedback.models.AttemptStatus.choices",
         "FeedbackStateEnum": "feedback.selectors.FeedbackState.choices",
@@ -352,7 +352,7 @@ SPECTACULAR_SETTINGS = {
     },
     "POSTPROCESSING_HOOKS": [
         "drf_standardized_errors.openapi_hooks.postprocess_schema_enums",
-        "tutor.openapi.add_links",
+        "tutor.web.openapi.add_links",
     ],
     # Swagger UI from the drf-spectacular-sidecar package, not a CDN (SPEC §10).
     "SWAGGER_UI_DIST": "SIDECAR",
@@ -386,7 +386,7 @@ STORAGES = {
     "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
 }
 
-# One JSON object per line with the correlation id (tutor.logs, SPEC §10).
+# One JSON object per line with the correlation id (tutor.ops.logs, SPEC §10).
 LOGGING = logging_config(env_str("LOG_LEVEL", "INFO"))
 
 # --- corrections (SPEC §5) ------------------------------------------------------

@@ -12,13 +12,13 @@ def purge_model_calls() -> int:
 
 @shared_task(name="tutor.tasks.optimize_database", ignore_result=True)
 def optimize_database() -> bool:
-    from tutor.maintenance import database_optimize
+    from tutor.ops.maintenance import database_optimize
 
     return database_optimize()
 
 
 @shared_task(name="tutor.tasks.release_stale_replies")
 def release_stale_replies() -> int:
-    from tutor.sessions import sessions_release_stale
+    from tutor.chat.services import sessions_release_stale
 
     return sessions_release_stale()

@@ -5,12 +5,12 @@ from rest_framework.routers import DefaultRouter
 from corrections import api as corrections_api
 from feedback import api as feedback_api
 from lessons import urls as lessons_urls
-from tutor import (
+from tutor import views
+from tutor.chat import views as session_views
+from tutor.web import (
     converters,  # noqa: F401  (registers the public_id path converter)
     pages,
     schema_views,
-    session_views,
-    views,
 )
 
 router = DefaultRouter(trailing_slash=True, use_regex_path=False)
@@ -54,6 +54,6 @@ urlpatterns = [
     path("lti/", include("tutor.lti.urls")),
 ]
 
-handler400 = "tutor.handlers.bad_request"
-handler404 = "tutor.handlers.not_found"
-handler500 = "tutor.handlers.server_error"
+handler400 = "tutor.web.handlers.bad_request"
+handler404 = "tutor.web.handlers.not_found"
+handler500 = "tutor.web.handlers.server_error"

@@ -19,7 +19,7 @@ from tutor.serializers import CourseSerializer, MeSerializer, TaskSerializer
 
 class CourseViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
     serializer_class = CourseSerializer
-    lookup_value_converter = "public_id"  # tutor.converters
+    lookup_value_converter = "public_id"  # tutor.web.converters
 
     def get_queryset(self):
         if getattr(self, "swagger_fake_view", False):  # schema generation has no real user
@@ -39,7 +39,7 @@ class TaskFilter(django_filters.FilterSet):
 class TaskViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
     serializer_class = TaskSerializer
     filterset_class = TaskFilter
-    lookup_value_converter = "public_id"  # tutor.converters
+    lookup_value_converter = "public_id"  # tutor.web.converters
 
     def get_queryset(self):
         if getattr(self, "swagger_fake_view", False):  # schema generation has no real user

@@ -41,7 +41,7 @@ from corrections.selectors import undecided_case
 from corrections.services.facts import fact_insert, fact_transition
 from tutor import access
 from tutor.audit import audit_record
-from tutor.errors import Conflict, InvalidInput, PermissionRefused
+from tutor.kernel.errors import Conflict, InvalidInput, PermissionRefused
 from tutor.models import AuditEvent, Course
 
 DISPUTED_STATEMENT_CHARS = 500

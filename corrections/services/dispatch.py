@@ -41,7 +41,7 @@ from django.utils import timezone
 
 from corrections.conf import setting
 from corrections.models import PendingDetection
-from tutor.prepared import PreparedInsert
+from tutor.db.prepared import PreparedInsert
 
 log = logging.getLogger(__name__)
 

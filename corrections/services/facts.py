@@ -22,7 +22,7 @@ from corrections.services.relevance import facts_index
 from corrections.text import topic_key
 from tutor import access
 from tutor.audit import audit_record
-from tutor.errors import Conflict, PermissionRefused
+from tutor.kernel.errors import Conflict, PermissionRefused
 from tutor.models import AuditEvent
 
 

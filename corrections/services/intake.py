@@ -32,9 +32,9 @@ from corrections.models import Classifier, Correction, Source
 from corrections.selectors import recent_assistant_message, user_message_text
 from corrections.services.routing import route, session_scoped
 from corrections.text import topic_key
-from tutor.errors import DomainError
+from tutor.kernel.errors import DomainError
+from tutor.kernel.redaction import markers_in, redact, unmarked
 from tutor.models import TutorMessage
-from tutor.redaction import markers_in, redact, unmarked
 
 log = logging.getLogger(__name__)
 

@@ -16,8 +16,8 @@ from feedback.services.dispatch import dispatch_on_commit, unpublished_mark
 from feedback.services.sequences import next_seq
 from feedback.versions import Versions, current_versions, is_compatible
 from tutor.audit import audit_record
-from tutor.correlation import get_correlation_id
-from tutor.errors import Conflict
+from tutor.kernel.correlation import get_correlation_id
+from tutor.kernel.errors import Conflict
 from tutor.models import AuditEvent, Task
 
 

@@ -11,10 +11,10 @@ from feedback.models import AttemptStatus, RegradeRequest, RegradeStatus, Review
 from feedback.results import Basis
 from feedback.visibility import hidden_criteria, hidden_text
 from tutor.audit import audit_record
-from tutor.errors import Conflict, InvalidInput
+from tutor.kernel.errors import Conflict, InvalidInput
+from tutor.kernel.redaction import redact
+from tutor.kernel.rubrics import CriterionKind, Verdict
 from tutor.models import AuditEvent
-from tutor.redaction import redact
-from tutor.rubrics import CriterionKind, Verdict
 
 REGRADE_REASON_MAX_CHARS = 1000
 REGRADE_RESPONSE_MAX_CHARS = 2000

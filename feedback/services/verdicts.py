@@ -16,10 +16,10 @@ from feedback.services.regrades import regrades_settle
 from feedback.services.sequences import next_seq
 from feedback.versions import current_versions
 from tutor.audit import audit_record
-from tutor.correlation import get_correlation_id
-from tutor.errors import InvalidInput
+from tutor.kernel.correlation import get_correlation_id
+from tutor.kernel.errors import InvalidInput
+from tutor.kernel.rubrics import Verdict
 from tutor.models import AuditEvent
-from tutor.rubrics import Verdict
 
 NOT_REVIEWED_REASON = "not reviewed yet"
 

@@ -33,8 +33,8 @@ from feedback.visibility import CI_LOG_HIDDEN, HIDDEN_TEXT, student_result
 from lessons.models import MAX_TAGS, Lesson, LessonKind, LessonSource
 from lessons.services.store import lesson_insert
 from tutor.audit import audit_record
+from tutor.kernel.rubrics import Verdict, is_hidden
 from tutor.models import AuditEvent
-from tutor.rubrics import Verdict, is_hidden
 
 log = logging.getLogger(__name__)
 
@@ -151,7 +151,7 @@ def lessons_capture_from_attempt(*, attempt_id) -> list[Lesson]:
                     title=f"[{task.slug} {before['rubric_id']}] {before['reason']}",
                     body=draft_body(before, after, next_step),
                     # As many as a lesson may carry (MAX_TAGS): a task saved before
-                    # task tags had the same limit (tutor.tags) may carry more.
+                    # task tags had the same limit (tutor.kernel.tags) may carry more.
                     tags=list(task.tags or [])[:MAX_TAGS],
                     symptoms=draft_symptoms(before["reason"], before["evidence"]),
                     kind=LessonKind.GUARDRAIL,

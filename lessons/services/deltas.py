@@ -41,10 +41,10 @@ from lessons.services.store import lesson_insert, redact_lesson
 from lessons.text import jaccard, shingles
 from lessons.validation import clean_body, clean_symptoms, clean_tags, clean_title
 from tutor.audit import audit_record
-from tutor.conf import optional_setting
-from tutor.errors import InvalidInput, PermissionRefused
+from tutor.kernel.conf import optional_setting
+from tutor.kernel.errors import InvalidInput, PermissionRefused
+from tutor.kernel.rubrics import CriterionKind, Verdict
 from tutor.models import AuditEvent
-from tutor.rubrics import CriterionKind, Verdict
 
 # SPEC §6: an add this close to an existing lesson is a duplicate.
 LESSON_DUPLICATE_JACCARD = 0.8

@@ -36,8 +36,8 @@ from lessons.models import Lesson, LessonKind, LessonSource, LessonStatus, Rejec
 from lessons.services.store import default_review_by, lesson_insert, redact_lesson
 from lessons.validation import clean_body, clean_symptoms, clean_tags, clean_title
 from tutor.audit import audit_record
-from tutor.datafiles import DataFileError, data_file_load
-from tutor.errors import DomainError
+from tutor.kernel.datafiles import DataFileError, data_file_load
+from tutor.kernel.errors import DomainError
 from tutor.models import AuditEvent, Course
 
 ROW_KEYS = {

@@ -29,10 +29,10 @@ from lessons.library import lessons_changed
 from lessons.models import DeltaBump, Lesson, LessonKind, LessonSource, LessonStatus, RejectReason
 from lessons.services.store import lesson_insert
 from tutor.audit import audit_record
-from tutor.conf import optional_setting
-from tutor.errors import Conflict, InvalidInput, NotFound, PermissionRefused
+from tutor.kernel.conf import optional_setting
+from tutor.kernel.errors import Conflict, InvalidInput, NotFound, PermissionRefused
+from tutor.kernel.redaction import redact_text
 from tutor.models import AuditEvent, Course
-from tutor.redaction import redact_text
 
 # SPEC §6: quarantine without a human once harmful ≥ 3 and harmful > helpful.
 LESSON_QUARANTINE_HARMFUL = 3

@@ -28,8 +28,8 @@ from lessons.text import (
     symptom_anchor,
     tag_pairs,
 )
-from tutor.conf import optional_setting
-from tutor.redaction import redact
+from tutor.kernel.conf import optional_setting
+from tutor.kernel.redaction import redact
 
 # How long a new lesson stays valid before staff must look at it again (seed 003: review_by).
 LESSON_REVIEW_DAYS = 90
@@ -51,7 +51,7 @@ class RedactedText:
 
 
 def redact_lesson(*, title: str, body: str, tags: list[str], symptoms: list[str]) -> RedactedText:
-    """Every field through the one redaction module (``tutor.redaction``):
+    """Every field through the one redaction module (``tutor.kernel.redaction``):
     API keys and tokens, passwords, private keys, e-mail and IP addresses
     become ``[REDACTED:kind]``; the count and kinds are kept for staff."""
     kinds: Counter[str] = Counter()

@@ -13,11 +13,11 @@ from lessons.library import lessons_changed
 from lessons.models import Lesson, LessonHit, RecalledLesson, RecallTrace, SkillCandidate
 from lessons.recall import RecallResult
 from tutor.audit import audit_record
-from tutor.conf import optional_setting
-from tutor.errors import Conflict
-from tutor.guarded_writes import Row
+from tutor.db.guarded_writes import Row
+from tutor.db.prepared import PreparedInsert
+from tutor.kernel.conf import optional_setting
+from tutor.kernel.errors import Conflict
 from tutor.models import AuditEvent
-from tutor.prepared import PreparedInsert
 
 # Seed 003 step 3: a lesson recalled three times goes to a skill review.
 LESSON_PROMOTE_HITS = 3
@@ -59,7 +59,7 @@ def recall_record(*, result: RecallResult, student, task, session_id, correlatio
     Atomic on its own; inside a caller's transaction, part of it: a failure
     marks that transaction for rollback, so a caller that must survive one
     wraps the call in a savepoint (a send's effects run in one, in the
-    reply's transaction: ``tutor.sessions.message_after_send``)."""
+    reply's transaction: ``tutor.chat.services.message_after_send``)."""
     recalled = result.recalled_ids
     trace = _trace(result, student=student, task=task, session_id=session_id, correlation_id=correlation_id)
     if not recalled:
@@ -108,7 +108,7 @@ def _recalled(trace: RecallTrace, lesson_ids: list) -> list[RecalledLesson]:
 
 def recall_rows(*, result: RecallResult, student, task, session_id, correlation_id: str) -> list[Row] | None:
     """``recall_record``'s writes as rows to store with the reply
-    (``tutor.guarded_writes``) -- the trace and its recalled lessons -- when
+    (``tutor.db.guarded_writes``) -- the trace and its recalled lessons -- when
     that is all they are: no recalled lesson is a new use of the session
     (nothing to count, nothing to promote). None otherwise: ``recall_record``
     then writes them."""

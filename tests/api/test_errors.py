@@ -154,7 +154,7 @@ def test_a_few_unknown_keys_are_each_their_own_field(student_client, task):
 def test_thousands_of_invalid_items_list_the_first_errors_and_count_the_rest(staff_client, course):
     """Any field: beyond ``MAX_LISTED_ERRORS`` the errors are counted in one last entry."""
     from lessons.models import Lesson
-    from tutor.errors import MAX_LISTED_ERRORS
+    from tutor.web.errors import MAX_LISTED_ERRORS
 
     body = {"course": course.slug, "title": "t", "body": "b", "tags": [["not text"]] * 5_000}
     response = staff_client.post("/api/lessons/", body, format="json")

@@ -11,9 +11,9 @@ import pytest
 from django.conf import settings
 from django.utils import timezone
 
+from tutor.chat.services import sessions_release_stale
 from tutor.management.commands.serve import sweep_once
 from tutor.models import TutorMessage, TutorSession
-from tutor.sessions import sessions_release_stale
 
 
 def send(client, session_id, content="hello"):

@@ -13,7 +13,7 @@ from feedback.models import AttemptStatus, Counter, ReviewAttempt, Submission
 from feedback.services.intake import submission_create
 from tests.factories import client_for, enroll, make_course, make_task
 from tutor.models import Enrollment
-from tutor.throttling import WriteThrottle
+from tutor.web.throttling import WriteThrottle
 
 URL = "/api/submissions/"
 EVIDENCE = {

@@ -15,7 +15,7 @@ from lessons.models import LessonHit, RecallTrace
 from tests.api.test_reply_claims import claim_aged, send
 from tests.lessons.conftest import bulk_lessons
 from tests.lessons.test_tutor_context import TASK_TAGS
-from tutor import sessions
+from tutor.chat import services as sessions
 from tutor.models import ModelCall, TutorMessage, TutorSession
 
 WRITE = re.compile(r"(\d+ times: )?(INSERT|UPDATE)", re.IGNORECASE)
@@ -30,7 +30,7 @@ def test_an_offline_turn_with_recalled_lessons_is_written_in_two_writes(
     and the recalled lessons (the session had used them: no hit to count)
     -- two atomic writes, nothing written on its own before the detection
     that runs after them. On PostgreSQL each write is one statement, its own
-    transaction (tutor.guarded_writes); on SQLite each is a transaction."""
+    transaction (tutor.db.guarded_writes); on SQLite each is a transaction."""
     bulk_lessons(course, 3, tags=TASK_TAGS)
     send(student_client, session_id, "a first one")  # this process's snapshots; the lessons' first use
 
@@ -77,7 +77,7 @@ def test_a_failing_effect_is_rolled_back_alone_and_the_reply_is_stored(
         return trace
 
     monkeypatch.setattr(usage, "_trace", refused)
-    with caplog.at_level(logging.ERROR, logger="tutor.sessions"):
+    with caplog.at_level(logging.ERROR, logger="tutor.chat.services"):
         response = send(student_client, session_id)
 
     assert response.status_code == 201, response.content
@@ -187,7 +187,7 @@ def test_a_reply_whose_commit_fails_is_a_503_and_the_hook_runs_once(
     task, student_client, session_id, monkeypatch, handled
 ):
     """The reply's write fails at the connection -- its COMMIT on SQLite, its
-    one statement on PostgreSQL (tutor.guarded_writes): whether it was
+    one statement on PostgreSQL (tutor.db.guarded_writes): whether it was
     written is not known, so it is not tried again."""
     from django.db import OperationalError
 

@@ -490,8 +490,8 @@ def test_message_after_another_request_finished_takes_the_next_position(
     before the first one stored its exchange, and claims it right after. The
     claim reads the message count in its own statement (UPDATE ... RETURNING)
     or, on a database without it, right after."""
-    from tutor import prepared
-    from tutor.sessions import message_send
+    from tutor.chat.services import message_send
+    from tutor.db import prepared
 
     if not returning:
         monkeypatch.setattr(prepared, "update_returning_supported", lambda connection: False)
@@ -576,7 +576,7 @@ def test_a_secret_pasted_into_the_chat_is_redacted_before_it_is_stored_or_sent(
 @pytest.mark.django_db
 def test_each_request_is_validated_on_its_own(task, student_client, fake_llm):
     """The input serializers share their bound fields between requests
-    (``tutor.fields.SharedFieldsSerializer``): one request's values and
+    (``tutor.web.fields.SharedFieldsSerializer``): one request's values and
     errors never reach the next."""
     fake_llm.reply("Start from the failing test.")
     session = {"id": session_id_for(student_client, task)}

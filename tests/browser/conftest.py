@@ -391,7 +391,7 @@ def model_server(settings):
 def tutor_requests(server: FakeLLM) -> list[list[dict]]:
     """The ``messages`` of every tutor request the server received, in order
     (review requests left out)."""
-    from tutor.context import BASE_TUTOR_RULES
+    from tutor.chat.assembler import BASE_TUTOR_RULES
 
     found = []
     for request in server.requests:

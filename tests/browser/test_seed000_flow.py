@@ -20,7 +20,7 @@ from tests.browser.conftest import tutor_requests
 from tests.browser.factories import PASSWORD, long_session, student_with_password, token_for
 from tests.factories import make_course, make_task
 from tests.worker.fakellm import Gate, Reply
-from tutor.history import history_limits
+from tutor.chat.history import history_limits
 
 pytestmark = pytest.mark.browser
 

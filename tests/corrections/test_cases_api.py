@@ -184,7 +184,7 @@ def test_deciding_a_decided_case_is_409(open_case, staff_client, second_staff):
 def test_two_staff_deciding_at_once_only_one_wins(open_case, staff, course):
     """The conditional UPDATE decides; the loser's service call is refused."""
     from corrections.services.cases import case_accept, case_reject
-    from tutor.errors import Conflict
+    from tutor.kernel.errors import Conflict
 
     other = enroll(course, "teacher3", Enrollment.Role.STAFF)
     stale_copy = CorrectionCase.objects.get(pk=open_case.pk)  # both loaded it while open

@@ -15,8 +15,8 @@ from corrections.models import Correction, Fact, MemoryItem
 from corrections.tasks import detect_correction
 from tests.corrections.conftest import RAINFALL_500, RAINFALL_QUESTION
 from tutor import llm
+from tutor.kernel.redaction import redact
 from tutor.models import ModelCall, TutorMessage
-from tutor.redaction import redact
 
 CORRECTION = "不对，北京年均降雨量是 630mm 左右"
 

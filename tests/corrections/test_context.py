@@ -8,7 +8,6 @@ from __future__ import annotations
 import pytest
 from django.db import connection
 
-from corrections.bench import bulk_facts, bulk_memories
 from corrections.models import CorrectionCase, Fact, MemoryItem, ProcessRule
 from corrections.services.cases import case_dispute
 from tests.corrections.conftest import RAINFALL_500, RAINFALL_630, RAINFALL_QUESTION
@@ -18,6 +17,7 @@ from tests.tutor.test_context import (
     query_budget,
     warm_send_snapshots,
 )
+from tutor.bench.corrections import bulk_facts, bulk_memories
 
 RAINFALL = ["北京", "年均", "降雨量"]
 # Every test twice: the course's rows read inside the test's transaction, and
@@ -209,7 +209,7 @@ CONFLICT_DETECTION_QUERIES = sum(
 
 def conflict_post_queries(snapshot_path: str) -> int:
     """With the detection's writes committed, the user's memory gets a new
-    version after the commit (tutor.snapshots): one statement more. Inside
+    version after the commit (tutor.db.snapshots): one statement more. Inside
     the test's transaction the seeded memory's version is still pending, and
     the detection's change is published with it."""
     published = 1 if snapshot_path == "committed" else 0

@@ -19,13 +19,13 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from corrections.bench import bulk_facts
 from corrections.models import Fact, FactStatus, ProcessRule
 from corrections.services.facts import fact_set_pinned
 from tests.factories import client_for, enroll, make_course, make_task
 from tests.tutor.test_context import CONTEXT_GET_QUERIES, open_session, task_context
+from tutor.bench.corrections import bulk_facts
+from tutor.db.snapshots import scope_key, user_scope_key
 from tutor.models import Enrollment, ScopeVersion
-from tutor.snapshots import scope_key, user_scope_key
 
 RAINFALL = ["北京", "年均", "降雨量"]
 QUESTION = "北京年均降雨量是多少？"
@@ -139,8 +139,8 @@ def preferences(preview: dict) -> list[str]:
 
 
 def test_a_forgotten_preference_leaves_the_next_context(setting_up):
-    from corrections.bench import bulk_memories
     from corrections.models import MemoryItem
+    from tutor.bench.corrections import bulk_memories
 
     course, task, client, _ = setting_up
     student = get_user_model().objects.get(username="snapshot-student")
@@ -154,8 +154,8 @@ def test_a_forgotten_preference_leaves_the_next_context(setting_up):
 
 
 def test_another_process_memory_write_is_seen_once_its_version_is_written(setting_up):
-    from corrections.bench import bulk_memories
     from corrections.models import MemoryItem
+    from tutor.bench.corrections import bulk_memories
 
     course, task, client, _ = setting_up
     student = get_user_model().objects.get(username="snapshot-student")
@@ -174,20 +174,20 @@ def test_another_process_memory_write_is_seen_once_its_version_is_written(settin
 def test_a_task_saved_outside_a_transaction_publishes_after_its_overlaps(setting_up, monkeypatch):
     """What another process loads the moment the new version is written
     must already hold the task's new overlaps."""
-    import tutor.snapshots
+    import tutor.db.snapshots
     from corrections.course_snapshot import COURSE_FACTS, corrections_scope_keys
     from corrections.models import TaskFactOverlap
 
     course, task, client, _ = setting_up
     bulk_facts(course, [(["glossary"], "The glossary is in docs/")])
-    publish, seen = tutor.snapshots._publish, []
+    publish, seen = tutor.db.snapshots._publish, []
 
     def publish_then_read(keys, using):
         publish(keys, using)
         seen.append(TaskFactOverlap.objects.filter(task=task).count())
         COURSE_FACTS.get(corrections_scope_keys(course.pk), course.pk)  # another reader, right then
 
-    monkeypatch.setattr(tutor.snapshots, "_publish", publish_then_read)
+    monkeypatch.setattr(tutor.db.snapshots, "_publish", publish_then_read)
     task.materials = "A glossary"
     task.save()  # autocommit
 
@@ -213,10 +213,10 @@ def test_facts_of_equal_overlap_and_confirmation_come_in_the_statements_order(se
 
 
 def test_memory_items_of_equal_recency_come_in_the_statements_order(setting_up):
-    from corrections.bench import bulk_memories
     from corrections.injection import memory_for_context
     from corrections.memory_snapshot import memory_from_snapshot, user_memory_load
     from corrections.models import MemoryItem
+    from tutor.bench.corrections import bulk_memories
 
     student = get_user_model().objects.get(username="snapshot-student")
     rows = [("factual", ["alpha"], f"m{i}") for i in range(30)] + [

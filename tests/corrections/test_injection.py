@@ -20,7 +20,6 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from django.utils import timezone
 
-from corrections.bench import bulk_facts
 from corrections.conf import setting
 from corrections.course_snapshot import course_facts_load, facts_from_snapshot, rules_from_snapshot
 from corrections.injection import (
@@ -49,9 +48,10 @@ from corrections.services.memory import memory_tokens
 from corrections.text import query_tokens, text_keys
 from tests.factories import course_data, enroll
 from tests.tutor.test_prepared import assert_matches_orm
+from tutor.bench.corrections import bulk_facts
+from tutor.chat.services import session_open
 from tutor.coursefile import course_import, validate_course
 from tutor.models import Task
-from tutor.sessions import session_open
 
 WORDS = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "india", "juliet"]
 WORDS += ["北京", "降雨量", "首都"]

@@ -19,11 +19,11 @@ import pytest
 from django.db import connection
 from django.utils import timezone
 
-from corrections.bench import VOCABULARY, bulk_facts, bulk_memories
 from corrections.injection import NO_SESSION, MessageLookup, facts_queryset, memory_queryset
 from corrections.text import query_tokens, text_keys
 from tests.factories import course_data, enroll
 from tests.plans import assert_index_narrowed, plan_of
+from tutor.bench.corrections import VOCABULARY, bulk_facts, bulk_memories
 from tutor.bench.seeding import CONTEXT_MESSAGE
 from tutor.coursefile import course_import, validate_course
 from tutor.models import Task

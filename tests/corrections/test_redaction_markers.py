@@ -1,5 +1,5 @@
 """Redacted words stay redacted, whole (SPEC §5: correction text is redacted
-before it is stored). ``tutor.redaction`` writes ``[REDACTED:kind]``; what the
+before it is stored). ``tutor.kernel.redaction`` writes ``[REDACTED:kind]``; what the
 corrections app stores from it -- statements, memory, facts, proposals,
 topics, token rows -- keeps every marker whole, and a marker's words are
 never a topic."""

@@ -10,10 +10,10 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from corrections.bench import bulk_facts
 from corrections.models import FactKey, FactToken, TaskFactOverlap, TaskToken
 from corrections.relevance import _tokens, task_query_tokens
 from tests.factories import client_for, course_data, enroll
+from tutor.bench.corrections import bulk_facts
 from tutor.coursefile import course_import, validate_course
 from tutor.models import Task
 

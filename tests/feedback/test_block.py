@@ -21,7 +21,7 @@ from tests.factories import (
     make_submission,
     review_result,
 )
-from tutor.fencing import MARKER_LEAD, begin_marker, end_marker
+from tutor.kernel.fencing import MARKER_LEAD, begin_marker, end_marker
 
 METADATA_KEYS = [
     "state",
@@ -372,7 +372,7 @@ def test_item_cap_is_read_from_settings_at_call_time(task, student, settings):
 
 def test_a_block_kept_for_its_attempt_follows_a_budget_change(task, student, settings):
     """A terminal attempt's block is rendered once per process and kept
-    (tutor.memo) -- under its budget: a changed setting renders it again."""
+    (tutor.db.memo) -- under its budget: a changed setting renders it again."""
     make_attempt(make_submission(student, task), result=chinese_result())
     first = feedback_block(select_feedback(student, task))
     assert feedback_block(select_feedback(student, task)) is first  # kept, not rendered again

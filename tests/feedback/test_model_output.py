@@ -23,7 +23,8 @@ from feedback.models import AttemptStatus, ErrorCode, ReviewAttempt
 from feedback.services.intake import submission_create
 from feedback.signals import attempt_finished
 from tests.fakellm import completion
-from tutor import llm, sessions
+from tutor import llm
+from tutor.chat import services as sessions
 from tutor.models import ModelCall, TutorMessage, TutorSession
 
 EVIDENCE = {

@@ -18,8 +18,8 @@ import pytest
 from rest_framework.test import APIClient
 
 from feedback.models import AttemptStatus, ErrorCode, ReviewAttempt
+from tutor.chat.services import TUTOR_UNAVAILABLE_MESSAGE
 from tutor.models import ModelCall, TutorMessage
-from tutor.sessions import TUTOR_UNAVAILABLE_MESSAGE
 
 DEAD_BASE_URL = "http://127.0.0.1:1/v1"
 TRANSPORT_WORDS = ("errno", "refused", "127.0.0.1", "http://", ":1/", "connect", "traceback")

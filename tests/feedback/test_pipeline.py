@@ -13,7 +13,7 @@ from feedback import pipeline
 from feedback.models import AttemptStatus, ErrorCode, ReviewAttempt, Submission
 from feedback.pipeline import run_review
 from feedback.services.intake import submission_create
-from tutor.correlation import get_correlation_id, reset_correlation_id, set_correlation_id
+from tutor.kernel.correlation import get_correlation_id, reset_correlation_id, set_correlation_id
 
 EVIDENCE = {
     "report": "first returns undefined",

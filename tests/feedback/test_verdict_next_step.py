@@ -18,7 +18,7 @@ from django.conf import settings
 
 from feedback.models import ReviewAttempt
 from tests.factories import client_for
-from tutor.fencing import fence
+from tutor.kernel.fencing import fence
 
 ASK_STAFF = "Ask staff to check A3 before you go on."
 EVIDENCE = {

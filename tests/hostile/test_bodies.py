@@ -30,7 +30,7 @@ from tests.hostile.conftest import (
     valid_bodies,
     wsgi_call,
 )
-from tutor.parsers import JSON_MAX_DEPTH
+from tutor.web.parsers import JSON_MAX_DEPTH
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -159,7 +159,7 @@ def test_an_unclosed_string_of_escaped_quotes_is_refused_at_once():
     code = (
         "import io, sys, django; django.setup()\n"
         "from rest_framework.exceptions import ParseError\n"
-        "from tutor.parsers import StrictJSONParser\n"
+        "from tutor.web.parsers import StrictJSONParser\n"
         "try:\n"
         "    StrictJSONParser().parse(io.BytesIO(sys.stdin.buffer.read()))\n"
         "except ParseError as exc:\n"

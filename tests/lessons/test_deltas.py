@@ -476,7 +476,7 @@ def test_a_superuser_keeps_a_held_global_lesson_until_it_gets_new_marks(se_marks
 @pytest.mark.django_db
 def test_keeping_is_refused_for_a_lesson_the_queue_does_not_hold(course, se_marks, superuser, staff):
     from lessons.services.lifecycle import lesson_keep
-    from tutor.errors import Conflict, PermissionRefused
+    from tutor.kernel.errors import Conflict, PermissionRefused
 
     course_lesson, quiet_global = make_lesson(course=course), make_lesson(course=None)
 

@@ -1,5 +1,5 @@
 """The recall statement as PostgreSQL plans it once for any values (SPEC
-§10; ``tutor.server_statements.use_generic_plans``): with a library of
+§10; ``tutor.db.statements.use_generic_plans``): with a library of
 thousands of lessons, in every shape a context or a send runs, keys are
 looked up through their indexes by value, anchor or lesson, and lessons by
 primary key -- never a scan of every lesson or of a whole kind of keys. On
@@ -13,7 +13,7 @@ import re
 import pytest
 from django.db import connection
 
-import tutor.prepared
+import tutor.db.prepared
 from lessons.selectors import lessons_recall
 from tests.lessons.conftest import bulk_lessons
 from tests.plans import assert_index_narrowed, plan_of_sql
@@ -23,15 +23,15 @@ from tutor.models import TutorSession
 def captured_statement(monkeypatch, **recall) -> tuple[str, list]:
     """The one statement ``lessons_recall(**recall)`` runs: Django's SQL and its values."""
     seen = []
-    real = tutor.prepared.fetch_all
+    real = tutor.db.prepared.fetch_all
 
     def capture(db, sql, params, native):
         seen.append((sql, list(params)))
         return real(db, sql, params, native)
 
-    monkeypatch.setattr(tutor.prepared, "fetch_all", capture)
+    monkeypatch.setattr(tutor.db.prepared, "fetch_all", capture)
     lessons_recall(**recall)
-    monkeypatch.setattr(tutor.prepared, "fetch_all", real)
+    monkeypatch.setattr(tutor.db.prepared, "fetch_all", real)
     [statement] = seen
     return statement
 

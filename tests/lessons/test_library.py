@@ -1,6 +1,6 @@
 """The context preview and a real send recall from each process's snapshots
 of the scope's lessons (SPEC §6, §10; ``lessons.library``,
-``tutor.snapshots``): the same decisions -- and for a send the same trace
+``tutor.db.snapshots``): the same decisions -- and for a send the same trace
 lines and counts -- as the recall statement, one query for the scopes'
 versions, and every change seen -- by the writing process at once, by the
 others once its new version is written after the commit; a send never
@@ -32,8 +32,8 @@ from tests.concurrency import concurrent_writers, interleave
 from tests.factories import client_for, enroll, make_course, make_task
 from tests.lessons.conftest import lesson_id, make_lesson
 from tests.tutor.test_context import open_session, query_budget, send, task_context
+from tutor.db.snapshots import scope_key
 from tutor.models import ScopeVersion
-from tutor.snapshots import scope_key
 
 TASK_TAGS = ["javascript", "docs"]  # tests.factories.course_data
 TAGS = ["javascript", "docs", "week-1", "arrays", "ci", "regex", "async", "dom"]
@@ -603,7 +603,7 @@ def test_a_global_lessons_first_hit_renews_every_courses_snapshot(
 def test_a_version_that_cannot_be_written_leaves_the_change_committed_and_this_process_current(
     monkeypatch, caplog
 ):
-    import tutor.snapshots
+    import tutor.db.snapshots
 
     course = make_course("unwritten")
     lesson = make_lesson(course=course, tags=["x"])
@@ -614,9 +614,9 @@ def test_a_version_that_cannot_be_written_leaves_the_change_committed_and_this_p
         class objects:  # noqa: N801 -- as a model's manager is named
             @staticmethod
             def using(alias):
-                raise tutor.snapshots.DatabaseError("the database went away")
+                raise tutor.db.snapshots.DatabaseError("the database went away")
 
-    monkeypatch.setattr(tutor.snapshots, "ScopeVersion", Unwritable)
+    monkeypatch.setattr(tutor.db.snapshots, "ScopeVersion", Unwritable)
     with transaction.atomic():  # no error escapes the commit
         Lesson.objects.filter(pk=lesson.pk).update(status=LessonStatus.QUARANTINED)
         lessons_changed(course.pk)

@@ -14,7 +14,7 @@ from django.utils import timezone
 from lessons.models import Lesson, LessonStatus
 from lessons.services.lifecycle import IllegalTransition, lesson_approve
 from tests.lessons.conftest import errors, make_lesson
-from tutor.errors import PermissionRefused
+from tutor.kernel.errors import PermissionRefused
 from tutor.models import AuditEvent
 
 ACTIONS = ["approve", "reject", "inject", "quarantine", "retire"]

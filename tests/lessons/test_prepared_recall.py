@@ -21,8 +21,8 @@ from lessons.selectors import lessons_recall
 from tests.lessons.conftest import make_lesson, make_trace
 from tests.lessons.test_recall import ctx, decisions, row, run
 from tests.tutor.test_context import open_session, send, task_context, warm_send_snapshots
+from tutor.db.prepared import PreparedQuery
 from tutor.models import TutorSession
-from tutor.prepared import PreparedQuery
 
 PARAMS = RecallParams(
     w_tag=0.5, w_symptom=0.3, w_decay=0.2, decay_days=30, floor=0.4, top_k=3, budget_tokens=800, max_lines=200

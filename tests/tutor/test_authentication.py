@@ -1,5 +1,5 @@
 """Token authentication over HTTP (SPEC §7): who a token is, and the 401s of
-DRF's token scheme, on the precompiled lookup (``tutor.authentication``)."""
+DRF's token scheme, on the precompiled lookup (``tutor.web.authentication``)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from tests.tutor.test_prepared import assert_matches_orm
-from tutor.authentication import TOKEN_WITH_USER, PreparedTokenAuthentication
+from tutor.web.authentication import TOKEN_WITH_USER, PreparedTokenAuthentication
 
 pytestmark = pytest.mark.django_db
 

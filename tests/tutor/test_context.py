@@ -693,7 +693,7 @@ def seed_volume(student, task, session_id, n: int) -> None:
 
 
 def write_queries(inserts: int) -> int:
-    """One of a turn's two writes (tutor.guarded_writes) inside the test's
+    """One of a turn's two writes (tutor.db.guarded_writes) inside the test's
     transaction: its savepoint, then the session's UPDATE and each INSERT on
     SQLite (an executemany counts once) -- one statement on PostgreSQL --
     then its release."""
@@ -710,9 +710,9 @@ def classic_reply_queries(effects: int) -> int:
 
 # POST /api/tutor/sessions/{id}/messages/:
 #   token auth (1); the caller's session with task, course and rubric, the
-#   versions of the request's snapshots (tutor.snapshots), the session's
+#   versions of the request's snapshots (tutor.db.snapshots), the session's
 #   newest messages and the feedback selection's row, one statement (1:
-#   tutor.jsonrows);
+#   tutor.db.jsonrows);
 #   claim the session and store the user message, one write: UPDATE ... WHERE
 #   reply pending is null SET the count + 1 RETURNING it (the message's
 #   position), INSERT (write_queries(1)); a message that can be a correction
@@ -822,8 +822,8 @@ def test_a_turn_whose_session_moved_on_since_it_was_read_reads_its_history_again
     been stored in between, the position its claim takes is not the next
     after what it read, and it reads the history again: the model gets the
     whole history before the message."""
-    from tutor.selectors import owned_session
-    from tutor.sessions import message_send, session_open
+    from tutor.chat.selectors import owned_session
+    from tutor.chat.services import message_send, session_open
 
     fake_llm.default = "noted"
     session, _ = session_open(student=student, task=task)
@@ -845,11 +845,11 @@ def test_a_turn_whose_session_moved_on_since_it_was_read_reads_its_history_again
 @pytest.mark.django_db
 def test_a_task_is_built_once_per_process_and_again_when_any_column_changes(task, student, student_client):
     """The task, its course and its rubric are kept per the values of their
-    columns (tutor.selectors.TASKS): the next request takes the same
+    columns (tutor.chat.selectors.TASKS): the next request takes the same
     instances, and a change of any of them -- a goal, a course title, a
     rubric's criteria -- reaches the next context."""
+    from tutor.chat.selectors import student_task
     from tutor.models import Course, Rubric, Task
-    from tutor.selectors import student_task
 
     first = student_task(student, task.pk)
     assert student_task(student, task.pk) is first

@@ -8,9 +8,9 @@ from django.core.management import call_command
 from rest_framework.authtoken.models import Token
 
 from tutor.coursefile import load_course_file, validate_course
+from tutor.kernel.rubrics import CheckType
 from tutor.management.commands.demo import DEMO_FILE
 from tutor.models import Course, Enrollment, Rubric, Task
-from tutor.rubrics import CheckType
 
 TOKEN_LINE = re.compile(r"^\s+(\S+)\s+(student|staff|service)\s+([0-9a-f]{40})$")
 

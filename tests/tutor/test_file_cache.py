@@ -1,4 +1,4 @@
-"""The embedded mode's cache (``tutor.file_cache``): files every web worker
+"""The embedded mode's cache (``tutor.ops.file_cache``): files every web worker
 shares, rewritten in place under a lock."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import threading
 
 import pytest
 
-from tutor.file_cache import LockedFileCache
+from tutor.ops.file_cache import LockedFileCache
 
 
 @pytest.fixture
@@ -123,9 +123,9 @@ def test_readers_never_see_a_half_written_value(cache):
 
 
 def test_past_max_entries_writes_cull_the_directory(cache, monkeypatch):
-    import tutor.file_cache
+    import tutor.ops.file_cache
 
-    monkeypatch.setattr(tutor.file_cache, "CULL_ONE_IN", 1)
+    monkeypatch.setattr(tutor.ops.file_cache, "CULL_ONE_IN", 1)
     for n in range(120):
         cache.set(f"k{n}", n, 60)
 
@@ -141,7 +141,7 @@ def test_touch_gives_a_value_a_new_lifetime(cache):
     assert cache.get("k") is None
 
 
-# --- the throttle's counter (tutor.throttling.window_hit) --------------------------------------
+# --- the throttle's counter (tutor.web.throttling.window_hit) --------------------------------------
 
 
 def test_a_window_counts_under_one_lock_and_ends_at_its_expiry(cache, monkeypatch):
@@ -164,7 +164,7 @@ def test_a_counter_file_that_holds_no_count_opens_a_window(cache, planted):
 
 COUNTING_PROCESS = """
 import sys
-from tutor.file_cache import LockedFileCache
+from tutor.ops.file_cache import LockedFileCache
 cache = LockedFileCache(sys.argv[1], {})
 for _ in range(int(sys.argv[2])):
     cache.window_hit("shared", 600)

@@ -1,5 +1,5 @@
 """An UPDATE and the rows written with it, only when it changed a row
-(``tutor.guarded_writes``), on the database the suite runs on: one statement
+(``tutor.db.guarded_writes``), on the database the suite runs on: one statement
 on PostgreSQL made of the ORM's own statements, a transaction on SQLite."""
 
 from __future__ import annotations
@@ -16,10 +16,10 @@ from django.utils import timezone
 from lessons.models import RecalledLesson, RecallTrace
 from lessons.services.usage import RECALLED, TRACE
 from tests.lessons.conftest import make_lesson
-from tutor.guarded_writes import GUARD, Row, guarded_write, statement_sql
+from tutor.chat.services import CLAIM, MESSAGE, REPLY, session_open
+from tutor.db.guarded_writes import GUARD, Row, guarded_write, statement_sql
 from tutor.llm import MODEL_CALL
 from tutor.models import ModelCall, TutorMessage, TutorSession
-from tutor.sessions import CLAIM, MESSAGE, REPLY, session_open
 
 pytestmark = pytest.mark.django_db
 
@@ -169,7 +169,7 @@ def test_postgresql_writes_in_one_statement_sqlite_in_a_transaction(task, studen
 
 def test_a_refused_write_after_its_statement_was_prepared_leaves_the_next_ones_working(task, student):
     """On PostgreSQL a write's statement is prepared on the server from its
-    third run (tutor.server_statements); one the database refuses -- rolled
+    third run (tutor.db.statements); one the database refuses -- rolled
     back to its savepoint -- must not leave later runs a statement the
     server no longer has."""
     session, _ = session_open(student=student, task=task)

@@ -2,7 +2,7 @@
 newest first while the running total -- starting from the current message's
 length -- stays ≤ 6000 characters, stopping at the first that does not fit."""
 
-from tutor.history import HISTORY_MAX_CHARS, HISTORY_MAX_MESSAGES, select_history
+from tutor.chat.history import HISTORY_MAX_CHARS, HISTORY_MAX_MESSAGES, select_history
 
 
 def msgs(*lengths: int) -> list[dict]:

@@ -1,4 +1,4 @@
-"""The JSON columns a tutor turn writes, encoded by orjson (``tutor.jsonfield``):
+"""The JSON columns a tutor turn writes, encoded by orjson (``tutor.kernel.jsonfield``):
 the same documents ``models.JSONField`` stores, read and queried as before,
 on the database the suite runs on."""
 

@@ -20,7 +20,7 @@ import pytest
 
 from tests.hostile.conftest import wsgi_call
 from tutor.celery import CORRELATION_HEADER
-from tutor.correlation import current_or_none, reset_correlation_id, set_correlation_id
+from tutor.kernel.correlation import current_or_none, reset_correlation_id, set_correlation_id
 
 ROOT = Path(__file__).resolve().parents[2]
 LINE_KEYS = {"timestamp", "level", "logger", "message", "correlation_id"}

@@ -19,16 +19,16 @@ from feedback.selectors import LATEST_ROW, LATEST_ROW_WITHOUT_RUBRIC
 from feedback.versions import current_versions
 from tests.factories import enroll, make_attempt, make_course, make_submission, make_task
 from tests.lessons.conftest import make_lesson
-from tutor.models import Course, Rubric, Task, TutorMessage, TutorSession
-from tutor.prepared import PreparationError, PreparedInsert, PreparedQuery, PreparedUpdate, Updated
-from tutor.selectors import (
+from tutor.chat.selectors import (
     EARLIER_MESSAGES,
     OWNED_SESSION,
     STUDENT_TASK,
     STUDENT_TASK_SESSION,
     student_task,
 )
-from tutor.sessions import CLAIM, REPLY, session_open
+from tutor.chat.services import CLAIM, REPLY, session_open
+from tutor.db.prepared import PreparationError, PreparedInsert, PreparedQuery, PreparedUpdate, Updated
+from tutor.models import Course, Rubric, Task, TutorMessage, TutorSession
 
 # A session's message count set to a value: the plainest update there is.
 COUNT = PreparedUpdate(
@@ -80,7 +80,7 @@ def test_feedback_selection_matches_the_orm_in_every_state(task, student, other_
 
 def folded_feedback_rows(student, task, versions: dict) -> tuple[list[dict], list[dict]]:
     """The feedback row as the context preview's and a turn's statements carry
-    it (tutor.jsonrows), each with ``versions``' prompt and engine versions."""
+    it (tutor.db.jsonrows), each with ``versions``' prompt and engine versions."""
     from feedback.selectors import latest_row_rows
 
     folded = {
@@ -137,7 +137,7 @@ def test_the_folded_feedback_row_of_a_task_without_a_rubric_has_no_compatible_at
 
 
 def test_the_statements_that_carry_history_carry_the_newest_messages(task, student):
-    from tutor.selectors import _history
+    from tutor.chat.selectors import _history
 
     session, _ = session_open(student=student, task=task)
     TutorMessage.objects.bulk_create(
@@ -164,7 +164,7 @@ def test_json_results_come_back_decoded(task, student):
     assert row["attempts__result"]["overall"] == "PASS"
 
 
-# What the task's and the session's statements read besides their rows (tutor.selectors).
+# What the task's and the session's statements read besides their rows (tutor.chat.selectors).
 FOLDED = {"prompt_version": "2024.1", "engine_version": "1", "max_messages": 12}
 
 
@@ -298,7 +298,7 @@ def test_a_parameter_reaches_the_database_as_its_field_would_send_it(kind, value
     any other type (a bool for an int, an int for a str) still goes through it."""
     from django.db import connection
 
-    from tutor.prepared import _KIND_FIELDS
+    from tutor.db.prepared import _KIND_FIELDS
 
     prepared = PreparedQuery(lambda **_: Course.objects.values("id"), value=kind)
     sent = prepared._db_value("value", value, connection)
@@ -423,7 +423,7 @@ def test_an_update_filtered_across_a_relation_matches_the_orm(task, student, oth
 
 def test_an_update_without_returning_runs_as_the_orm_update(task, student, monkeypatch):
     """SQLite before 3.35: the ORM's own statement, the count alone known."""
-    from tutor import prepared
+    from tutor.db import prepared
 
     monkeypatch.setattr(prepared, "update_returning_supported", lambda connection: False)
     session, _ = session_open(student=student, task=task)
@@ -604,9 +604,9 @@ def test_the_tutor_turn_inserts_match_the_orm(task, student, monkeypatch):
     from corrections.services.dispatch import OUTBOX_ROW
     from lessons.models import RecalledLesson, RecallTrace
     from lessons.services.usage import RECALLED, TRACE
+    from tutor.chat.services import MESSAGE
     from tutor.llm import MODEL_CALL
     from tutor.models import ModelCall
-    from tutor.sessions import MESSAGE
 
     session, _ = session_open(student=student, task=task)
     message = assert_insert_matches_orm(
@@ -668,7 +668,7 @@ def test_create_many_stores_the_rows_bulk_create_stores(task, student):
 def test_an_insert_sends_the_signals_create_sends(task, student):
     from django.db.models.signals import post_save, pre_save
 
-    from tutor.sessions import MESSAGE
+    from tutor.chat.services import MESSAGE
 
     session, _ = session_open(student=student, task=task)
     seen = []
@@ -694,7 +694,7 @@ def test_an_insert_sends_the_signals_create_sends(task, student):
 def test_a_failed_insert_inside_a_transaction_marks_it_for_rollback(task, student):
     from django.db import IntegrityError, connection
 
-    from tutor.sessions import MESSAGE
+    from tutor.chat.services import MESSAGE
 
     session, _ = session_open(student=student, task=task)
     MESSAGE.create(session=session, position=1, role="user", content="x", correlation_id="c")
@@ -708,7 +708,7 @@ def test_a_failed_insert_inside_a_transaction_marks_it_for_rollback(task, studen
 def test_an_expression_is_refused_as_a_value(task, student):
     from django.db.models import F
 
-    from tutor.sessions import MESSAGE
+    from tutor.chat.services import MESSAGE
 
     session, _ = session_open(student=student, task=task)
     with pytest.raises(PreparationError, match="position: an expression"):

@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 
 from tests.api.test_tutor import send, session_id_for
-from tutor import providers
-from tutor.fencing import fence
-from tutor.providers import Section, SectionProvider
+from tutor.context import providers
+from tutor.context.providers import Section, SectionProvider
+from tutor.kernel.fencing import fence
 
 
 class GlossarySection(SectionProvider):

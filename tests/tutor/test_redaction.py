@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from tutor.redaction import markers_in, redact
+from tutor.kernel.redaction import markers_in, redact
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -165,7 +165,7 @@ def test_a_message_built_to_make_the_patterns_backtrack_is_redacted_at_once(text
     Hours become milliseconds; the generous bound only catches a hang."""
     # In a process of its own: a regular expression holds the interpreter
     # until it returns, so only a process can be given up on.
-    code = "import sys; from tutor.redaction import redact; redact(sys.stdin.read())"
+    code = "import sys; from tutor.kernel.redaction import redact; redact(sys.stdin.read())"
     subprocess.run([sys.executable, "-c", code], input=text, text=True, cwd=ROOT, timeout=5, check=True)
 
 
@@ -276,7 +276,7 @@ _PIECES = [
 def test_leaving_out_the_patterns_a_text_cannot_match_changes_no_result(pieces):
     """Each pattern runs only on a text holding what it needs (a literal, a
     digit, a length): the result is the one of running every pattern."""
-    from tutor import redaction
+    from tutor.kernel import redaction
 
     text = "".join(pieces)
     every = redaction._NEEDS

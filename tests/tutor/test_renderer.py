@@ -1,4 +1,4 @@
-"""The API's JSON renderer writes what DRF's JSONRenderer writes (tutor.renderers)."""
+"""The API's JSON renderer writes what DRF's JSONRenderer writes (tutor.web.renderers)."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ from rest_framework.utils.serializer_helpers import ReturnDict, ReturnList
 
 from tests.factories import make_submission
 from tests.tutor.test_context import open_session, send
-from tutor.renderers import FastJSONRenderer
+from tutor.web.renderers import FastJSONRenderer
 
 FAST, DRF = FastJSONRenderer(), JSONRenderer()
 

@@ -1,5 +1,5 @@
 """The hot path's precompiled SQL as PostgreSQL prepared statements
-(``tutor.server_statements``, SPEC §10): prepared from the third run on a
+(``tutor.db.statements``, SPEC §10): prepared from the third run on a
 connection, and nothing else is; the query log still shows the SQL; long
 word lists stay unprepared; a statement a migration made stale is run
 again. On SQLite the same calls run on Django's cursor."""
@@ -13,10 +13,10 @@ from django.db import DataError, connection, connections
 from django.db.models.expressions import RawSQL
 from django.test.utils import CaptureQueriesContext
 
+from tutor.chat.selectors import STUDENT_TASK
+from tutor.db.prepared import PreparedQuery
+from tutor.db.statements import PREPARE_MAX_PARAMS
 from tutor.models import Task
-from tutor.prepared import PreparedQuery
-from tutor.selectors import STUDENT_TASK
-from tutor.server_statements import PREPARE_MAX_PARAMS
 
 POSTGRESQL = connection.vendor == "postgresql"
 

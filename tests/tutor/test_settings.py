@@ -227,7 +227,7 @@ def test_without_redis_url_celery_runs_tasks_eagerly_in_process():
     mode = json.loads(result.stdout)
     assert mode["eager"] is True
     assert mode["broker"] == "memory://"
-    assert mode["cache"] == "tutor.file_cache.LockedFileCache"  # shared by the web workers
+    assert mode["cache"] == "tutor.ops.file_cache.LockedFileCache"  # shared by the web workers
 
 
 def test_with_redis_url_celery_uses_the_broker_with_redelivery_settings():

@@ -1,5 +1,5 @@
 """Serializers that share one bound field set per class
-(``tutor.fields.SharedFieldsSerializer``): nothing of one instance reaches
+(``tutor.web.fields.SharedFieldsSerializer``): nothing of one instance reaches
 another, whatever uses it first."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ from types import SimpleNamespace
 
 from rest_framework import serializers
 
-from tutor.fields import SharedFieldsSerializer
-from tutor.serializers import ContextQuerySerializer, MessageCreateSerializer
+from tutor.chat.serializers import ContextQuerySerializer, MessageCreateSerializer
+from tutor.web.fields import SharedFieldsSerializer
 
 TASK = "9b7d1e1c-8e8f-4a8e-9a1e-1b2c3d4e5f60"
 

@@ -1,4 +1,4 @@
-"""Snapshot stores (tutor.snapshots): one load per scope however many threads
+"""Snapshot stores (tutor.db.snapshots): one load per scope however many threads
 miss at once, a bounded number of snapshots, and a version per scope."""
 
 from __future__ import annotations
@@ -9,9 +9,9 @@ import time
 import pytest
 from django.db import connections
 
-from tutor import snapshots
+from tutor.db import snapshots
+from tutor.db.snapshots import SnapshotStore, read_versions, scope_changed
 from tutor.models import ScopeVersion
-from tutor.snapshots import SnapshotStore, read_versions, scope_changed
 
 
 @pytest.fixture

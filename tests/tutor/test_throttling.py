@@ -1,4 +1,4 @@
-"""Rate limits on the write endpoints (``tutor.throttling``): one counter per
+"""Rate limits on the write endpoints (``tutor.web.throttling``): one counter per
 (scope, user) and window, counted in one atomic step of the cache, so
 parallel requests never pass the rate and a request costs the same whatever
 the rate."""
@@ -13,8 +13,8 @@ from django.test import override_settings
 from rest_framework.settings import api_settings
 from rest_framework.test import APIRequestFactory
 
-from tutor.file_cache import LockedFileCache
-from tutor.throttling import WriteThrottle, window_hit
+from tutor.ops.file_cache import LockedFileCache
+from tutor.web.throttling import WriteThrottle, window_hit
 
 
 @pytest.fixture

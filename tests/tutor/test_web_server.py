@@ -31,7 +31,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def test_the_worker_timeout_exceeds_the_tutor_requests_worst_case():
     code = (
-        "import json; from tutor import gunicorn_conf as g; from django.conf import settings as s;"
+        "import json; from tutor.ops import gunicorn_conf as g; from django.conf import settings as s;"
         "from gunicorn.util import load_class; from gunicorn.workers.gthread import ThreadWorker;"
         "print(json.dumps({'timeout': g.timeout, 'budget': s.TUTOR_REQUEST_BUDGET,"
         "'worker_class': g.worker_class, 'workers': g.workers, 'threads': g.threads,"

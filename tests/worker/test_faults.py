@@ -112,7 +112,7 @@ class Gunicorn:
         self._log = log_path.open("wb")
         self.process = subprocess.Popen(
             [
-                sys.executable, "-m", "gunicorn", "--config", "python:tutor.gunicorn_conf",
+                sys.executable, "-m", "gunicorn", "--config", "python:tutor.ops.gunicorn_conf",
                 "--bind", f"127.0.0.1:{self.port}", "--workers", "1", "tutor.wsgi:application",
             ],
             cwd=PROJECT_DIR, env=env, stdout=self._log, stderr=subprocess.STDOUT, start_new_session=True,

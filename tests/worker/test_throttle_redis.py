@@ -1,4 +1,4 @@
-"""The throttle's counter on the real Redis of production (``tutor.redis_cache``):
+"""The throttle's counter on the real Redis of production (``tutor.ops.redis_cache``):
 one atomic round trip per request, however many web threads and processes
 count at once. Runs when ``REDIS_URL`` is set (``conftest.py``)."""
 
@@ -11,7 +11,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from tutor.redis_cache import CountingRedisCache
+from tutor.ops.redis_cache import CountingRedisCache
 
 pytestmark = pytest.mark.worker
 

@@ -120,7 +120,7 @@ def current_database_url() -> str:
 
 @contextlib.contextmanager
 def gunicorn_server(env: dict[str, str] | None = None) -> Iterator[str]:
-    """Gunicorn with ``tutor/gunicorn_conf.py`` on a free loopback port, for
+    """Gunicorn with ``tutor/ops/gunicorn_conf.py`` on a free loopback port, for
     the duration of the block; yields its base URL. Its log goes to a
     temporary file, shown when it fails to start."""
     port = free_port()
@@ -142,7 +142,7 @@ def gunicorn_server(env: dict[str, str] | None = None) -> Iterator[str]:
                 "-m",
                 "gunicorn",
                 "--config",
-                "python:tutor.gunicorn_conf",
+                "python:tutor.ops.gunicorn_conf",
                 "tutor.wsgi:application",
             ],
             cwd=PROJECT_DIR,

@@ -2,7 +2,7 @@
 
 Rows come from seeders, one per kind of row, each able to count and delete
 what it made: a bench course is reused when its sizes match and rebuilt when
-they do not. Lessons (SPEC §10: >= 10k) come from ``lessons.bench``.
+they do not. Lessons (SPEC §10: >= 10k) come from ``tutor.bench.lessons``.
 """
 
 from __future__ import annotations
@@ -17,16 +17,16 @@ from django.contrib.auth.hashers import make_password
 from django.db import transaction
 from django.utils import timezone
 
-from corrections.bench import FactsSeeder, MemoriesSeeder
 from feedback.evidence import evidence_summary, snapshot_hash
 from feedback.models import AttemptStatus, CiSource, ErrorCode, ReviewAttempt, Submission
 from feedback.results import Basis, aggregate_overall
 from feedback.services.retention import attempts_purge
 from feedback.services.sequences import next_seq
 from feedback.versions import current_versions
-from lessons.bench import LessonsSeeder
+from tutor.bench.corrections import FactsSeeder, MemoriesSeeder
+from tutor.bench.lessons import LessonsSeeder
+from tutor.kernel.rubrics import Verdict
 from tutor.models import Course, Enrollment, Task, TutorMessage, TutorSession
-from tutor.rubrics import Verdict
 
 BENCH_COURSE_SLUG = "bench"
 # The title marks the course as this command's: a real course that happens to

@@ -12,7 +12,7 @@ from django.utils.html import format_html
 
 from tutor.admin_scoping import CappedCountPaginator, CourseScopedAdmin, ReadOnlyAdmin, ScopedFilter
 from tutor.audit import audit_record
-from tutor.errors import DomainError
+from tutor.kernel.errors import DomainError
 from tutor.lti.models import (
     Context,
     Deployment,

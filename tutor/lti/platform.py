@@ -25,10 +25,10 @@ from pylti1p3.grade import Grade
 from pylti1p3.names_roles import NamesRolesProvisioningService
 from pylti1p3.service_connector import ServiceConnector
 
-from tutor.errors import InvalidInput, ServiceUnavailable
+from tutor.kernel.errors import InvalidInput, ServiceUnavailable
+from tutor.kernel.redaction import redact
 from tutor.lti.adapters import platform_session, pylti_registration
 from tutor.lti.models import Registration, ToolKey
-from tutor.redaction import redact
 
 log = logging.getLogger(__name__)
 

@@ -36,7 +36,7 @@ from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from tutor.errors import DomainError, InvalidInput, ServiceUnavailable
+from tutor.kernel.errors import DomainError, InvalidInput, ServiceUnavailable
 from tutor.lti.adapters import NonceStore, ToolConf, platform_session
 from tutor.lti.selectors import published_jwks
 from tutor.lti.serializers import JwksSerializer, LaunchFormSerializer, LoginFormSerializer
@@ -49,8 +49,8 @@ from tutor.lti.services.launch import (
     login_nonce_use,
 )
 from tutor.models import Enrollment
-from tutor.parsers import unstorable_text
-from tutor.renderers import FastJSONRenderer
+from tutor.web.parsers import unstorable_text
+from tutor.web.renderers import FastJSONRenderer
 
 log = logging.getLogger(__name__)
 

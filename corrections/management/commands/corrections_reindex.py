@@ -1,6 +1,6 @@
 from corrections.services.relevance import relevance_rebuild
 from tutor.commands import DomainCommand
-from tutor.errors import InvalidInput
+from tutor.kernel.errors import InvalidInput
 from tutor.models import Course
 
 

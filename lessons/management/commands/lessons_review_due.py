@@ -2,7 +2,7 @@
 
 from lessons.maintenance import lessons_review_due
 from tutor.commands import DomainCommand
-from tutor.errors import InvalidInput
+from tutor.kernel.errors import InvalidInput
 from tutor.models import Course
 
 

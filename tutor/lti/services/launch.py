@@ -28,7 +28,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from tutor.audit import audit_record
-from tutor.errors import InvalidInput, NotFound, PermissionRefused
+from tutor.kernel.errors import InvalidInput, NotFound, PermissionRefused
 from tutor.lti.models import Context, Deployment, Identity, LinkMember, LoginNonce, Registration, ResourceLink
 from tutor.lti.roles import enrollment_role
 from tutor.lti.selectors import bound_context_ids

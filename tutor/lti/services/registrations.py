@@ -21,7 +21,7 @@ from urllib.parse import urlsplit
 from django.db import transaction
 
 from tutor.audit import audit_record
-from tutor.errors import Conflict, InvalidInput
+from tutor.kernel.errors import Conflict, InvalidInput
 from tutor.lti.models import Context, Deployment, Registration
 from tutor.lti.selectors import bound_context_ids, outside_launchers
 from tutor.models import AuditEvent, Course

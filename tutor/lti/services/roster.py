@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from django.db import transaction
 
 from tutor.audit import audit_record
-from tutor.errors import InvalidInput
+from tutor.kernel.errors import InvalidInput
 from tutor.lti import platform
 from tutor.lti.models import Context, Identity
 from tutor.lti.roles import enrollment_role

@@ -37,12 +37,12 @@ from django.utils import timezone
 from feedback.models import AttemptStatus, ReviewAttempt
 from feedback.selectors import FeedbackState, select_feedback
 from tutor.audit import audit_record
+from tutor.kernel.rubrics import CriterionKind, Verdict
 from tutor.lti import platform
 from tutor.lti.models import ScorePost, ScoreStatus
 from tutor.lti.selectors import grade_targets
 from tutor.lti.services.launch import login_nonces_purge
 from tutor.models import AuditEvent, Task
-from tutor.rubrics import CriterionKind, Verdict
 
 log = logging.getLogger(__name__)
 

@@ -13,8 +13,8 @@ configuration, each line prefixed ``http``.
 
 Rows come from seeders, one per kind of row, each able to count and delete
 what it made: a bench course is reused when its sizes match and rebuilt when
-they do not (facts and memories from ``corrections.bench``, lessons from
-``lessons.bench``). The message phase uses a session of its own, removed
+they do not (facts and memories from ``tutor.bench.corrections``, lessons from
+``tutor.bench.lessons``). The message phase uses a session of its own, removed
 afterwards; the ingest phase a course of its own, purged afterwards.
 """
 
@@ -59,17 +59,17 @@ from tutor.bench.seeding import (
     Bench,
     course_spec,
 )
+from tutor.chat.services import session_open
 from tutor.commands import DomainCommand
 from tutor.coursefile import course_import, validate_course
-from tutor.maintenance import database_optimize
 from tutor.models import Course, ModelCall, Task, TutorMessage, TutorSession
-from tutor.sessions import session_open
+from tutor.ops.maintenance import database_optimize
 
 SMALL_INGEST_SUBMISSIONS = 1000  # the "1k" of the ingest ratio
 INGEST_RUNS = 3  # ingest runs per database and mode, the median taken
 INGEST_RESULT = re.compile(r"^INGEST_RESULT (?P<json>\{.*\})$", re.MULTILINE)
 MESSAGE_CORRELATION_PREFIX = "bench-message-"
-# Throttles are a courtesy, not a capacity (tutor.throttling): the benchmark
+# Throttles are a courtesy, not a capacity (tutor.web.throttling): the benchmark
 # sends more than a student would.
 UNTHROTTLED = {"submissions": "1000000/min", "messages": "1000000/min", "regrade_requests": "1000000/min"}
 
@@ -211,7 +211,7 @@ class Command(DomainCommand):
         # Measure the planner's steady state, not the window after a bulk load:
         # autovacuum analyzes freshly loaded PostgreSQL tables within a minute
         # or so, and the server refreshes SQLite's statistics hourly
-        # (tutor.maintenance). Without them SQLite reads every fact of the
+        # (tutor.ops.maintenance). Without them SQLite reads every fact of the
         # course through the (course, status) index rather than the few
         # candidates by key.
         if not database_optimize():
@@ -326,8 +326,8 @@ class Command(DomainCommand):
         from lessons.library import lessons_preview_recall
         from lessons.providers import symptom_texts
         from lessons.selectors import lessons_recall
-        from tutor.context import assemble_context
-        from tutor.selectors import student_task_and_open_session
+        from tutor.chat.assembler import assemble_context
+        from tutor.chat.selectors import student_task_and_open_session
 
         read = student_task_and_open_session(student, task.pk)
         request = assemble_context(

@@ -3,7 +3,7 @@ embedded mode, where there is no Celery beat -- the periodic sweep.
 
 Gunicorn (not the development server, whose listen backlog of 10 resets
 connections under 50 concurrent clients: SPEC §10) runs as a child process
-with ``tutor/gunicorn_conf.py``; this process forwards Ctrl-C and SIGTERM to
+with ``tutor/ops/gunicorn_conf.py``; this process forwards Ctrl-C and SIGTERM to
 it and exits with its status. Without ``REDIS_URL`` this process also runs
 the sweep of SPEC §2 every ``REVIEW_SWEEP_INTERVAL`` seconds on a thread of
 its own -- never inside gunicorn's workers, which are forked and restarted.
@@ -38,8 +38,8 @@ def sweep_once() -> None:
 
     from corrections.services.dispatch import detections_sweep
     from feedback.services.worker import attempts_sweep
+    from tutor.chat.services import sessions_release_stale
     from tutor.lti.services.scores import scores_sweep
-    from tutor.sessions import sessions_release_stale
 
     close_old_connections()
     # Each on its own: one that fails (a database error) does not hold the others back.
@@ -52,14 +52,14 @@ def sweep_once() -> None:
 
 def maintain_once() -> None:
     """The hourly upkeep beat would run: SQLite planner statistics."""
-    from tutor.maintenance import database_optimize
+    from tutor.ops.maintenance import database_optimize
 
     database_optimize()
 
 
 class Command(DomainCommand):
     help = (
-        "Run the web server (gunicorn with tutor/gunicorn_conf.py); in the embedded mode (no "
+        "Run the web server (gunicorn with tutor/ops/gunicorn_conf.py); in the embedded mode (no "
         "REDIS_URL) also run on a thread what beat would: the sweep of review attempts, tutor "
         "reply claims and pending correction detections, the LMS score sweep and the hourly SQLite "
         "statistics refresh."
@@ -81,7 +81,7 @@ class Command(DomainCommand):
         )
         self.stdout.flush()
         command = [
-            sys.executable, "-m", "gunicorn", "--config", "python:tutor.gunicorn_conf",
+            sys.executable, "-m", "gunicorn", "--config", "python:tutor.ops.gunicorn_conf",
             "--bind", addrport, "tutor.wsgi:application",
         ]  # fmt: skip
         server = subprocess.Popen(command, env=os.environ.copy())
@@ -103,7 +103,7 @@ class Command(DomainCommand):
             raise CommandError(f"gunicorn exited with status {code}")
 
     def _sweep_loop(self, stop: threading.Event) -> None:
-        from tutor.maintenance import DATABASE_OPTIMIZE_INTERVAL
+        from tutor.ops.maintenance import DATABASE_OPTIMIZE_INTERVAL
 
         last_upkeep = time.monotonic()
         while not stop.wait(settings.REVIEW_SWEEP_INTERVAL):

@@ -1,0 +1,178 @@
+"""An UPDATE and the rows written with it -- only when it changed a row --
+as one atomic write (SPEC §4, §10).
+
+A tutor turn writes twice: the claim of its session with the user message
+(and what other apps store with it: the correction detection's outbox row),
+then the release of the claim with the reply, its model call and the send's
+effects (the recall trace, the recalled lessons). Each write is all or
+nothing, and each depends on the session's UPDATE: a session whose reply slot
+another request holds, or a reply whose claim was taken over, writes nothing.
+
+On PostgreSQL such a write is one statement, its own transaction: the
+ORM's ``UPDATE … RETURNING`` (``PreparedUpdate``) is a data-modifying common
+table expression, and each row is the ORM's INSERT of it
+(``PreparedInsert``) selecting its values FROM that expression -- written
+exactly when the UPDATE returned a row, in the same snapshot; a value the
+UPDATE returns (the message's position) is read from it by name. As a
+transaction of separate statements the same write cost a BEGIN, a round
+trip per statement and a COMMIT: on the benchmark a turn's two writes went
+from fourteen round trips to two. The composed SQL is the ORM's own, only
+rearranged (``statement_sql``); the tests hold it to the ORM's statements
+and the rows to ``create()``'s. It is bound and prepared on the server like
+the tutor's hot reads (``tutor.db.statements``): a statement of a given
+shape is planned once per connection.
+
+Elsewhere (SQLite has no data-modifying CTEs) the statements run one after
+another in a transaction, as the ORM would run them.
+
+Signals are those of ``create()``: ``pre_save`` before the write,
+``post_save`` once the rows are written, in the write's transaction (on
+PostgreSQL a model with a ``post_save`` receiver makes the write a
+transaction around its statement and the receivers).
+A failed write raises the database's error and leaves nothing written; inside
+an open transaction the statement runs in a savepoint, so the transaction
+can go on (a caller may retry another way).
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from collections.abc import Callable
+from contextlib import nullcontext
+from dataclasses import dataclass, field
+
+from django.db import connections, models, transaction
+from django.db.models.signals import post_save, pre_save
+
+from tutor.db.prepared import PreparedInsert, PreparedUpdate, Updated
+from tutor.db.statements import fetch_all, native_sql
+
+GUARD = "guard"
+_VALUES = re.compile(r"^(?P<head>INSERT INTO .+\)) VALUES \((?P<values>%s(?:, %s)*)\)$", re.DOTALL)
+
+
+@dataclass
+class Row:
+    """One row to insert: an unsaved instance and its model's ``PreparedInsert``.
+    ``from_guard`` names fields (attnames) whose value is the value the UPDATE
+    returns; they are set on the instance once it is known."""
+
+    insert: PreparedInsert
+    obj: models.Model
+    from_guard: tuple[str, ...] = field(default=())
+
+
+def statement_sql(guard_sql: str, returning: str, rows: list[Row], using: str) -> str:
+    """The one statement of a guarded write on PostgreSQL: ``guard_sql`` (an
+    UPDATE … RETURNING the column ``returning``) as a CTE, each row's INSERT
+    selecting its values from it, and the returned value as the statement's
+    result. The rows' placeholders are their INSERTs', in order, but for the
+    ``from_guard`` fields, which read the CTE's column."""
+    quote = connections[using].ops.quote_name
+    guard = quote(GUARD)
+    parts = [f"{guard} AS ({guard_sql})"]
+    for n, row in enumerate(rows):
+        match = _VALUES.match(row.insert.sql(using))
+        if match is None:  # PreparedInsert.sql refuses any other shape already
+            raise ValueError(f"not a one-row INSERT of plain values: {row.insert.model._meta.label}")
+        values = [
+            f"{guard}.{quote(returning)}" if f.attname in row.from_guard else "%s" for f in row.insert.fields
+        ]
+        insert = f"{match['head']} SELECT {', '.join(values)} FROM {guard}"  # noqa: S608 -- the ORM's SQL
+        parts.append(f"{quote(f'row_{n}')} AS ({insert})")
+    # Identifiers come from model metadata, values are parameters.
+    return f"WITH {', '.join(parts)} SELECT {quote(returning)} FROM {guard}"  # noqa: S608
+
+
+def guarded_write(
+    update: PreparedUpdate,
+    values: dict,
+    rows: list[Row],
+    *,
+    using: str,
+    reread: Callable[[], object] | None = None,
+) -> Updated:
+    """Run ``update`` for ``values`` and, when it changed a row, insert
+    ``rows`` -- all of it or nothing (module docstring). Returns what the
+    UPDATE did; the rows' ``from_guard`` fields then hold its returned value
+    -- read by ``reread`` in the same transaction on a database that cannot
+    return it (SQLite before 3.35)."""
+    connection = connections[using]
+    for row in rows:
+        if pre_save.has_listeners(type(row.obj)):
+            pre_save.send(sender=type(row.obj), instance=row.obj, raw=False, using=using, update_fields=None)
+    # A post_save receiver runs in the write's transaction, as after create():
+    # what it writes, or its failure, goes with the rows. Without one, on
+    # PostgreSQL the statement is its own transaction.
+    signalled = any(post_save.has_listeners(type(row.obj)) for row in rows)
+    with transaction.atomic(using=using) if signalled else nullcontext():
+        if connection.vendor == "postgresql":
+            updated = _one_statement(update, values, rows, using)
+        else:
+            updated = _in_turn(update, values, rows, using, reread)
+        if updated.count:
+            _written(rows, updated, using)
+    return updated
+
+
+def _one_statement(update: PreparedUpdate, values: dict, rows: list[Row], using: str) -> Updated:
+    connection = connections[using]
+    compiled, params = update.bound(using, dict(values))
+    sql = statement_sql(compiled.sql, update.returning_column, rows, using)
+    for row in rows:
+        for field_, value in zip(row.insert.fields, row.insert.params(row.obj, connection), strict=True):
+            if field_.attname not in row.from_guard:
+                params.append(value)
+    native = _native.get(sql)
+    if native is None:
+        native = _native.setdefault(sql, native_sql(sql, connection.vendor))
+    # Inside an open transaction, a savepoint: a failed statement leaves it usable.
+    guard = transaction.atomic(using=using) if connection.in_atomic_block else nullcontext()
+    with guard, transaction.mark_for_rollback_on_error(using=using):
+        # Bound and prepared on the server, as the tutor's hot reads are
+        # (tutor.db.statements): one statement shape per kind of write.
+        returned = [row[0] for row in fetch_all(connection, sql, params, native)]
+    return Updated(count=len(returned), values=returned)
+
+
+# The statements' text with the driver's placeholders, per statement (a few shapes).
+_native: dict[str, str] = {}
+
+
+def _in_turn(update: PreparedUpdate, values: dict, rows: list[Row], using: str, reread) -> Updated:
+    connection = connections[using]
+    with transaction.atomic(using=using):
+        updated = update.run(using, **dict(values))
+        if not updated.count:
+            return updated
+        if updated.values is None:
+            if any(row.from_guard for row in rows) and reread is None:
+                raise ValueError("a value read from the update needs UPDATE … RETURNING, or reread")
+            updated = Updated(count=updated.count, values=[reread()] if reread is not None else None)
+        for row in rows:
+            for name in row.from_guard:
+                setattr(row.obj, name, updated.values[0])
+        # Consecutive rows of one model: one INSERT run per row (``executemany``).
+        for insert, group in itertools.groupby(rows, key=lambda row: row.insert):
+            params = [insert.params(row.obj, connection) for row in group]
+            with transaction.mark_for_rollback_on_error(using=using), connection.cursor() as cursor:
+                if len(params) == 1:
+                    cursor.execute(insert.sql(using), params[0])
+                else:
+                    cursor.executemany(insert.sql(using), params)
+    return updated
+
+
+def _written(rows: list[Row], updated: Updated, using: str) -> None:
+    for row in rows:
+        for name in row.from_guard:
+            setattr(row.obj, name, updated.values[0])
+        row.obj._state.adding = False
+        row.obj._state.db = using
+    for row in rows:
+        model = type(row.obj)
+        if post_save.has_listeners(model):
+            post_save.send(
+                sender=model, instance=row.obj, created=True, update_fields=None, raw=False, using=using
+            )

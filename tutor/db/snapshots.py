@@ -1,0 +1,350 @@
+"""Snapshots of course-scoped rows, kept in each process (SPEC §10).
+
+A hot read that depends only on rows which change rarely -- a course's
+injected lessons -- is answered from a snapshot loaded once per process and
+kept while the versions of its scopes (``ScopeVersion``) are unchanged. A
+read costs one indexed query for the versions, whatever the rows' number.
+
+Writers call ``scope_changed(key)`` in the transaction of the change. After
+the commit, a new random version is written in a one-statement transaction
+of its own -- never inside the writer's: a row locked until commit by every
+writer of a course is where two writers moving rows crosswise deadlocked
+(the stage counts lessons 0005 dropped). The writing process drops its own
+snapshot at once. Until the commit the scope is *dirty* on the writer's
+connection: reads there bypass the snapshot and read the rows themselves, so
+a transaction sees its own changes and no snapshot holds a change that may
+yet roll back.
+
+Why a reader is right in every order: it reads the versions before it loads
+the rows. Having read the old version, whatever it loaded is labelled old and
+reloaded at its first read after the new version is written; it reads the
+new version only after the change committed, so its rows include it. The one
+window is between a commit and the write of the new version (one statement);
+a process dying just there leaves other processes' snapshots stale until
+``TUTOR_SNAPSHOT_MAX_AGE`` seconds, after which every snapshot is reloaded.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import secrets
+import threading
+import time
+import uuid
+from collections import OrderedDict
+from collections.abc import Callable, Hashable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from django.db import DEFAULT_DB_ALIAS, DatabaseError, connections, transaction
+from django.utils import timezone
+
+from tutor.db.prepared import PreparedQuery
+from tutor.kernel.conf import optional_setting
+from tutor.models import ScopeVersion
+
+logger = logging.getLogger(__name__)
+
+SNAPSHOT_MAX_AGE_SECONDS = 300
+# Snapshots one store keeps by default (least recently used dropped first):
+# one per course in use.
+SNAPSHOT_MAX_ENTRIES = 256
+_DIRTY_ATTRIBUTE = "tutor_dirty_scopes"
+
+
+@functools.lru_cache(maxsize=4096)
+def scope_key(name: str, course_id) -> str:
+    """The version key of ``name``'s rows of one course (its id in hex, as
+    ``version_subqueries`` writes it in SQL), or of the global ones
+    (``course_id`` None). Kept per (name, id): a request names its course's
+    keys a few times."""
+    return f"{name}:{uuid.UUID(str(course_id)).hex if course_id is not None else 'global'}"
+
+
+def user_scope_key(name: str, user_id) -> str:
+    """The version key of ``name``'s rows of one user."""
+    return f"{name}:user:{user_id}"
+
+
+# The scopes whose versions a tutor request reads with its task
+# (``version_subqueries``): (name, "course" | "global" | "user", sends only).
+_REQUEST_SCOPES: list[tuple[str, str, bool]] = []
+SCOPE_KINDS = ("course", "global", "user")
+
+
+def register_request_scope(name: str, kind: str, *, sends_only: bool = False) -> None:
+    """A snapshot scope every tutor request reads (from ``AppConfig.ready()``);
+    ``sends_only``: only the statements of a session's requests read it (a
+    context preview never does)."""
+    if kind not in SCOPE_KINDS:
+        raise ValueError(f"kind must be one of {SCOPE_KINDS}")
+    if not any(entry[:2] == (name, kind) for entry in _REQUEST_SCOPES):
+        _REQUEST_SCOPES.append((name, kind, sends_only))
+
+
+def _request_scopes(sends: bool) -> list[tuple[int, str, str]]:
+    return [
+        (index, name, kind)
+        for index, (name, kind, sends_only) in enumerate(_REQUEST_SCOPES)
+        if sends or not sends_only
+    ]
+
+
+def version_subqueries(course_ref: str, user_ref, *, sends: bool = True) -> dict:
+    """Annotations reading each registered scope's version in the request's
+    own task statement (no query of their own): ``course_ref`` is the field
+    path of the course id, ``user_ref`` the user id (a value or an
+    expression). Their keys are written in SQL as ``scope_key`` writes them.
+    Without ``sends`` (a context preview's statement) the scopes only a
+    session's requests read are left out."""
+    from django.db.models import CharField, OuterRef, Subquery, Value
+    from django.db.models.functions import Cast, Concat, Replace
+
+    hex_course = Replace(Cast(OuterRef(course_ref), output_field=CharField()), Value("-"), Value(""))
+    annotations = {}
+    for index, name, kind in _request_scopes(sends):
+        if kind == "course":
+            key = Concat(Value(f"{name}:"), hex_course, output_field=CharField())
+        elif kind == "global":
+            key = Value(scope_key(name, None))
+        else:
+            user = Cast(user_ref, output_field=CharField())
+            key = Concat(Value(f"{name}:user:"), user, output_field=CharField())
+        versions = ScopeVersion.objects.filter(key=key).values("version")[:1]
+        annotations[f"scope_version_{index}"] = Subquery(versions)
+    return annotations
+
+
+def versions_from_row(row: dict, *, course_id, user_id, sends: bool = True) -> Versions:
+    """The versions a row annotated by ``version_subqueries`` carries."""
+    found = {}
+    keys = set()
+    for index, name, kind in _request_scopes(sends):
+        if kind == "user":
+            key = user_scope_key(name, user_id)
+        else:
+            key = scope_key(name, course_id if kind == "course" else None)
+        keys.add(key)
+        if row.get(f"scope_version_{index}") is not None:
+            found[key] = row[f"scope_version_{index}"]
+    return Versions(keys=frozenset(keys), found=found)
+
+
+def scope_versions_queryset(*, keys):
+    return ScopeVersion.objects.filter(key__in=keys).values("key", "version")
+
+
+SCOPE_VERSIONS = PreparedQuery(scope_versions_queryset, keys="str[]")
+
+
+def _dirty(connection) -> dict[str, Callable]:
+    """The scopes whose change this connection's open transaction has yet to
+    publish, each with its pending publication. A mark lasts while that
+    publication waits in the connection's commit callbacks: a commit runs
+    it (and it drops its marks), a rollback -- of the transaction or of the
+    savepoint that registered it -- discards it, and so the mark."""
+    marks = connection.__dict__.setdefault(_DIRTY_ATTRIBUTE, {})
+    if marks:
+        # Django keeps (savepoints, callback, robust) per pending callback.
+        pending = {id(entry[1]) for entry in connection.run_on_commit}
+        for key in [key for key, publish in marks.items() if id(publish) not in pending]:
+            del marks[key]
+    return marks
+
+
+def _still_pending(connection, publish) -> bool:
+    """Whether ``publish`` still waits in this connection's commit callbacks
+    (the newest are last: a mark of this transaction is found soon)."""
+    if publish is None or not connection.in_atomic_block:
+        return False
+    return any(entry[1] is publish for entry in reversed(connection.run_on_commit))
+
+
+def scope_changed(*keys: str, using: str = DEFAULT_DB_ALIAS) -> None:
+    """Record that the rows of ``keys`` change in the current transaction:
+    this process's snapshots of them are dropped now, and every process's
+    after the commit (a new version is written then; at once in autocommit,
+    and never inside a transaction managed by hand, which Django's
+    ``on_commit`` refuses). Called for each of many rows of one transaction,
+    the version is written once."""
+    _forget(keys)
+    connection = connections[using]
+    marks = connection.__dict__.setdefault(_DIRTY_ATTRIBUTE, {})
+    # Only the marks of these keys are checked (a full prune per call made a
+    # transaction deleting thousands of rows quadratic).
+    new = tuple(key for key in dict.fromkeys(keys) if not _still_pending(connection, marks.get(key)))
+    if not new:
+        return
+
+    def publish() -> None:
+        _publish(new, using)
+
+    if connection.in_atomic_block:
+        for key in new:
+            marks[key] = publish
+    transaction.on_commit(publish, using=using, robust=True)
+
+
+def _publish(keys: tuple[str, ...], using: str) -> None:
+    """Write new versions of ``keys``; whatever happens, this process's
+    snapshots of them are dropped. Should the write fail (the change itself
+    has committed), it is logged and other processes keep their snapshots
+    until ``TUTOR_SNAPSHOT_MAX_AGE``."""
+    try:
+        now = timezone.now()
+        ScopeVersion.objects.using(using).bulk_create(
+            [
+                ScopeVersion(key=key, version=secrets.randbits(62), changed_at=now)
+                for key in sorted(set(keys))
+            ],
+            update_conflicts=True,
+            unique_fields=["key"],
+            update_fields=["version", "changed_at"],
+        )
+    except DatabaseError:
+        logger.exception(
+            "the new versions of %s were not written: other processes reload at their maximum age", keys
+        )
+    finally:
+        marks = _dirty(connections[using])
+        for key in keys:
+            marks.pop(key, None)
+        _forget(keys)
+
+
+@dataclass(frozen=True)
+class Versions:
+    """The versions of ``keys`` as one query read them (a scope without a row: 0)."""
+
+    keys: frozenset[str]
+    found: dict[str, int]
+
+    def signature(self, keys: tuple[str, ...]) -> tuple[int, ...]:
+        return tuple(self.found.get(key, 0) for key in keys)
+
+
+def read_versions(keys, using: str = DEFAULT_DB_ALIAS) -> Versions:
+    """The versions of ``keys``, in one query (none for no keys). A scope
+    this connection's transaction changed is not read: its rows are."""
+    dirty = _dirty(connections[using])
+    keys = sorted(key for key in set(keys) if key not in dirty)
+    rows = SCOPE_VERSIONS.rows(using, keys=keys) if keys else []
+    return Versions(keys=frozenset(keys), found={row["key"]: row["version"] for row in rows})
+
+
+@dataclass(frozen=True)
+class _Entry:
+    signature: tuple
+    loaded_at: float
+    value: Any
+
+
+_STORES: list[SnapshotStore] = []
+
+
+class SnapshotStore:
+    """Snapshots built by ``load(argument)``, one per tuple of scope keys."""
+
+    def __init__(self, name: str, load: Callable[[Any], Any], max_entries: int | None = None):
+        self.name = name
+        self.load = load
+        self.max_entries = max_entries
+        self._entries: OrderedDict[tuple, _Entry] = OrderedDict()
+        self._lock = threading.Lock()
+        self._loading: dict[tuple, threading.Lock] = {}
+        self._by_key: dict[str, set[tuple]] = {}  # scope key → the entries that depend on it
+        _STORES.append(self)
+
+    def get(
+        self,
+        keys: tuple[str, ...],
+        argument: Hashable,
+        versions: Versions | None = None,
+        using: str = DEFAULT_DB_ALIAS,
+    ) -> Any | None:
+        """The snapshot of ``keys`` (built by ``load(argument)``), current as of
+        ``versions`` -- read by the caller for several stores at once, before
+        this call -- or of a read of its own; None when this connection's
+        transaction changed one of the scopes (the caller reads the rows
+        themselves)."""
+        connection = connections[using]
+        if not _dirty(connection).keys().isdisjoint(keys):
+            return None
+        if versions is None or not versions.keys.issuperset(keys):
+            versions = read_versions(keys, using)
+        signature = versions.signature(keys)
+        entry = self._current(keys, signature)
+        if entry is not None:
+            return entry.value
+        # One load per scope at a time: the process's other threads that miss
+        # meanwhile wait for it and take its snapshot, when it is as current.
+        with self._loading_lock(keys):
+            entry = self._current(keys, signature)
+            if entry is not None:
+                return entry.value
+            now = time.monotonic()
+            value = self.load(argument)
+            with self._lock:
+                self._entries[keys] = _Entry(signature, now, value)
+                self._entries.move_to_end(keys)
+                for key in keys:
+                    self._by_key.setdefault(key, set()).add(keys)
+                while len(self._entries) > (self.max_entries or SNAPSHOT_MAX_ENTRIES):
+                    evicted, _ = self._entries.popitem(last=False)
+                    for key in evicted:
+                        dependents = self._by_key.get(key)
+                        if dependents is not None:
+                            dependents.discard(evicted)
+                            if not dependents:
+                                del self._by_key[key]
+        return value
+
+    def _current(self, keys: tuple[str, ...], signature: tuple) -> _Entry | None:
+        with self._lock:
+            entry = self._entries.get(keys)
+            if (
+                entry is None
+                or entry.signature != signature
+                or time.monotonic() - entry.loaded_at >= _max_age()
+            ):
+                return None
+            self._entries.move_to_end(keys)
+            return entry
+
+    def _loading_lock(self, keys: tuple[str, ...]) -> threading.Lock:
+        with self._lock:
+            lock = self._loading.get(keys)
+            if lock is None:
+                lock = self._loading[keys] = threading.Lock()
+                if len(self._loading) > 2 * (self.max_entries or SNAPSHOT_MAX_ENTRIES):  # scopes long gone
+                    for stale in [k for k in self._loading if k not in self._entries and k != keys][:64]:
+                        del self._loading[stale]
+            return lock
+
+    def forget(self, keys: Iterable[str] | None = None) -> None:
+        """Drop the snapshots that depend on any of ``keys`` (None: all)."""
+        with self._lock:
+            if keys is None:
+                self._entries.clear()
+                self._by_key.clear()
+                return
+            for key in keys:
+                for entry_keys in self._by_key.pop(key, ()):
+                    self._entries.pop(entry_keys, None)
+
+
+def _max_age() -> float:
+    return float(optional_setting("TUTOR_SNAPSHOT_MAX_AGE", SNAPSHOT_MAX_AGE_SECONDS))
+
+
+def _forget(keys: Iterable[str]) -> None:
+    keys = tuple(keys)
+    for store in _STORES:
+        store.forget(keys)
+
+
+def forget_all() -> None:
+    """Drop every snapshot of this process (tests: rows roll back between them)."""
+    for store in _STORES:
+        store.forget()
