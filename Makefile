@@ -31,6 +31,7 @@ fuzz: install
 	VENV=$(VENV) PYTHON=$(PYTHON) bash .ci/fuzz.sh
 
 lint: install-dev
+	$(VENV)/bin/lint-imports --no-cache
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 
