@@ -244,6 +244,8 @@ class AuditEvent(models.Model):
         LTI_SCORE_FAILED = "lti_score_failed"
         LTI_SCORE_REQUEUED = "lti_score_requeued"
         LTI_KEY_ROTATED = "lti_key_rotated"
+        LTI_LAUNCH_REFUSED = "lti_launch_refused"
+        LTI_ROSTER_REFUSED = "lti_roster_refused"
 
     actor = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"

@@ -14,6 +14,7 @@ from pathlib import Path
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
+from tutor.lti.rolemap import DEFAULT_ROLE_MAP, RoleMapError, parse_role_map
 from tutor.ops.env import env_bool, env_int, env_list, env_number, env_rate, env_str, env_url
 from tutor.ops.logs import logging_config
 
@@ -438,6 +439,34 @@ LTI_TOOL_URL = env_url("LTI_TOOL_URL", ("https", "http"))
 if env_bool("TRUST_X_FORWARDED_PROTO", False):
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 LTI_HTTP_TIMEOUT = env_number("LTI_HTTP_TIMEOUT", 10.0, minimum=0.1)  # seconds per platform request
+# The platform's key set is read during a launch, on a web thread: a shorter
+# bound than the worker's requests (a hanging LMS fails the launch with the 503 page).
+LTI_JWKS_TIMEOUT = env_number("LTI_JWKS_TIMEOUT", 5.0, minimum=0.1)
+# Seconds of clock difference allowed on a launch's iat / exp / nbf (platforms
+# floor iat to whole seconds, and LMS clocks drift).
+LTI_CLOCK_LEEWAY = env_int("LTI_CLOCK_LEEWAY", 60)
+# LMS roles -> course role, first match wins (tutor.lti.rolemap); a registration may have its own.
+LTI_ROLE_MAP = env_str("LTI_ROLE_MAP", DEFAULT_ROLE_MAP)
+try:
+    parse_role_map(LTI_ROLE_MAP)
+except RoleMapError as exc:
+    raise ImproperlyConfigured(f"LTI_ROLE_MAP: {exc}") from None
+# What a score posts while acceptance criteria wait for staff review; a
+# registration may choose its own (tutor.lti.models.PendingScores).
+LTI_PENDING_SCORES = env_str("LTI_PENDING_SCORES", "pending_manual")
+if LTI_PENDING_SCORES not in ("pending_manual", "fully_graded_provisional", "hold"):
+    raise ImproperlyConfigured(
+        "LTI_PENDING_SCORES must be pending_manual, fully_graded_provisional or hold; "
+        f"got {LTI_PENDING_SCORES!r}"
+    )
+# Roster sync: a read that would remove more than this share of the course's
+# enrolments changes nothing unless run with --allow-mass-removal.
+LTI_ROSTER_MAX_REMOVAL_SHARE = env_number("LTI_ROSTER_MAX_REMOVAL_SHARE", 0.25)
+if LTI_ROSTER_MAX_REMOVAL_SHARE > 1:
+    raise ImproperlyConfigured(
+        f"LTI_ROSTER_MAX_REMOVAL_SHARE must be a share between 0 and 1; got {LTI_ROSTER_MAX_REMOVAL_SHARE}"
+    )
+LTI_ROSTER_MAX_PAGES = env_int("LTI_ROSTER_MAX_PAGES", 1000, minimum=1)  # per LMS course, a loop guard
 LTI_LOGIN_TTL = env_int("LTI_LOGIN_TTL", 600, minimum=30)  # seconds from login initiation to launch
 LTI_KEY_GRACE_DAYS = env_int("LTI_KEY_GRACE_DAYS", 7)  # a retired tool key stays in the JWKS this long
 # pylti1p3's check page: when the browser refuses cookies inside the LMS iframe

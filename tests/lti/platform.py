@@ -85,6 +85,8 @@ class FakePlatform:
         self.tool_jwks: list[dict] = []
         self.issued_tokens: set[str] = set()
         self.jwks_status = 200
+        self.jwks_headers: dict[str, str] = {}
+        self.jwks_delay = 0.0  # seconds the key set takes to answer (a hanging LMS)
         self._score_answers: deque[int] = deque()
         self._token_answers: deque[int] = deque()
         self._lock = threading.Lock()
@@ -150,6 +152,14 @@ class FakePlatform:
 
     def script_tokens(self, *statuses: int) -> None:
         self._token_answers.extend(statuses)
+
+    def rotate_key(self) -> None:
+        """A new signing key replaces the old one in the key set."""
+        self.key, self.kid = rsa_key(), f"platform-key-{uuid.uuid4().hex[:8]}"
+
+    def jwks_fetches(self) -> int:
+        with self._lock:
+            return sum(r.path == "/jwks" for r in self.requests)
 
     def score_requests(self) -> list[Recorded]:
         with self._lock:
@@ -232,7 +242,12 @@ class FakePlatform:
         with self._lock:
             self.requests.append(recorded)
         if method == "GET" and url.path == "/jwks":
-            return self._send(handler, self.jwks_status, {"keys": [public_jwk(self.key, self.kid)]})
+            if self.jwks_delay:
+                time.sleep(self.jwks_delay)
+            body = (
+                {"keys": [public_jwk(self.key, self.kid)]} if self.jwks_status == 200 else {"error": "oops"}
+            )
+            return self._send(handler, self.jwks_status, body, headers=self.jwks_headers)
         if method == "POST" and url.path == "/token":
             return self._token(handler, recorded)
         if method == "POST" and url.path.startswith("/lineitems/") and url.path.endswith("/scores"):

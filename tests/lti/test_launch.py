@@ -127,11 +127,11 @@ def test_the_same_email_from_another_sub_is_another_person(registration, browser
 
 
 @pytest.mark.parametrize("role", [INSTRUCTOR, TEACHING_ASSISTANT, CONTENT_DEVELOPER, "Instructor"])
-def test_staff_launch_makes_course_staff_and_opens_the_admin(registration, browser, task, role):
+def test_staff_launch_makes_course_staff_and_opens_the_tasks_review_queue(registration, browser, task, role):
     response = browser.launch(sub="teacher-1", roles=[role])
 
     assert response.status_code == 302
-    assert response["Location"] == "/admin/"
+    assert response["Location"] == f"/admin/feedback/reviewattempt/?submission__task__id__exact={task.pk}"
     user = Identity.objects.get(subject="teacher-1").user
     assert Enrollment.objects.get(user=user, course=task.course).role == Enrollment.Role.STAFF
     user.refresh_from_db()
@@ -140,9 +140,9 @@ def test_staff_launch_makes_course_staff_and_opens_the_admin(registration, brows
 
 
 def test_instructor_who_is_also_learner_is_staff(registration, browser, task):
-    browser.launch(sub="ta-1", roles=[LEARNER, TEACHING_ASSISTANT])
+    browser.launch(sub="teacher-1", roles=[LEARNER, INSTRUCTOR])
 
-    assert Enrollment.objects.get(user__lti_identities__subject="ta-1").role == Enrollment.Role.STAFF
+    assert Enrollment.objects.get(user__lti_identities__subject="teacher-1").role == Enrollment.Role.STAFF
 
 
 def test_staff_launch_needs_no_task(registration, browser):
@@ -233,20 +233,22 @@ def test_token_with_an_unknown_kid_is_refused(registration, browser, platform):
         platform.sign(platform.claims(nonce=login.nonce), kid="other-kid"), login.state
     )
 
-    assert_refused(response, 403, "Unable to find public key")
+    assert_refused(response, 403, "the key that signed it is not one of the LMS")
     assert counts() == before
 
 
-def test_expired_token_is_refused(registration, browser, platform):
+def test_expired_token_is_refused_as_a_clock_difference(registration, browser, platform):
     login = browser.login()
     before = counts()
     body = platform.claims(nonce=login.nonce)
-    body.update(iat=int(time.time()) - 600, exp=int(time.time()) - 60)
+    body.update(iat=int(time.time()) - 600, exp=int(time.time()) - 300)
 
     response = browser.post_launch(platform.sign(body), login.state)
 
-    assert_refused(response, 403, "Signature has expired")
-    assert counts() == before
+    assert_refused(response, 403, "had expired when it arrived")
+    assert "about 600 s behind" in response.content.decode()
+    # Nothing but the refusal's own audit row.
+    assert counts() == {**before, "audit": before["audit"] + 1}
 
 
 def test_token_without_exp_is_refused(registration, browser, platform):
@@ -484,18 +486,6 @@ def test_launch_by_get_is_not_allowed(registration, browser):
     response = browser.client.get("/lti/launch/")
 
     assert response.status_code == 405
-
-
-def test_platform_key_set_unreachable_is_a_503_page(registration, browser, platform):
-    login = browser.login()
-    token = platform.id_token(nonce=login.nonce)
-    platform.stop()
-
-    response = browser.post_launch(token, login.state)
-
-    assert_refused(response, 503, "could not be reached")
-    assert platform.base_url not in response.content.decode()
-    assert not Identity.objects.exists()
 
 
 def test_refusal_pages_may_be_framed_by_the_lms(registration, browser, platform):

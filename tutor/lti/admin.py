@@ -24,7 +24,12 @@ from tutor.lti.models import (
     ToolKey,
 )
 from tutor.lti.selectors import bound_context_ids
-from tutor.lti.services.registrations import check_endpoint_url, contexts_bound_set
+from tutor.lti.services.registrations import (
+    check_audience,
+    check_endpoint_url,
+    check_role_map,
+    contexts_bound_set,
+)
 from tutor.lti.services.scores import score_requeue
 from tutor.models import AuditEvent
 
@@ -124,10 +129,26 @@ class RegistrationForm(forms.ModelForm):
     class Meta:
         model = Registration
         formfield_callback = _https_first
-        fields = ["course", "issuer", "client_id", "auth_url", "token_url", "jwks_url", "active"]
+        fields = [
+            "course",
+            "issuer",
+            "client_id",
+            "auth_url",
+            "token_url",
+            "jwks_url",
+            "auth_audience",
+            "role_map",
+            "pending_scores",
+            "active",
+        ]
 
     def clean(self):
         cleaned = super().clean()
+        for name, check in (("role_map", check_role_map), ("auth_audience", check_audience)):
+            try:
+                cleaned[name] = check(cleaned.get(name) or "")
+            except DomainError as exc:
+                self.add_error(name, exc.message.removeprefix(f"{name}: "))
         for name in ("auth_url", "token_url", "jwks_url"):
             if cleaned.get(name):
                 try:

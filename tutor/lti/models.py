@@ -58,6 +58,18 @@ class ToolKey(models.Model):
         return f"{self.kid} ({self.status})"
 
 
+class PendingScores(models.TextChoices):
+    """What a score with acceptance criteria still NEED_REVIEW posts (SPEC §12;
+    the ``LTI_PENDING_SCORES`` setting and ``Registration.pending_scores``)."""
+
+    PENDING_MANUAL = "pending_manual", "PendingManual while staff review is pending"
+    FULLY_GRADED_PROVISIONAL = (
+        "fully_graded_provisional",
+        "FullyGraded now (a lower bound), again after review",
+    )
+    HOLD = "hold", "nothing until every acceptance criterion is decided"
+
+
 class Registration(models.Model):
     """A platform (LMS) registered for one course: where its OIDC login,
     token and key-set endpoints are. Launches, rosters and scores go through
@@ -70,6 +82,27 @@ class Registration(models.Model):
     auth_url = models.URLField(max_length=500, help_text="the platform's OIDC authorization endpoint")
     token_url = models.URLField(max_length=500, help_text="the platform's OAuth 2 token endpoint")
     jwks_url = models.URLField(max_length=500, help_text="the platform's public key set")
+    # Brightspace names an audience of its own for the client assertion of
+    # token requests; empty: the token URL is the audience (LTI security 1.0 §4.1.1).
+    auth_audience = models.CharField(
+        max_length=500,
+        blank=True,
+        help_text="the `aud` of the tool's token requests when the platform names one (Brightspace's "
+        "OAuth2 Audience); empty: the token URL",
+    )
+    role_map = models.CharField(
+        max_length=1000,
+        blank=True,
+        help_text="LMS roles -> tutor role for this platform, e.g. Instructor=staff;Learner=student "
+        "(first match wins); empty: the LTI_ROLE_MAP setting",
+    )
+    pending_scores = models.CharField(
+        max_length=32,
+        blank=True,
+        choices=PendingScores.choices,
+        help_text="what goes to the gradebook while staff review is pending; empty: the "
+        "LTI_PENDING_SCORES setting",
+    )
     active = models.BooleanField(default=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
@@ -158,6 +191,9 @@ class Context(models.Model):
     context_id = models.CharField(max_length=255)
     title = models.CharField(max_length=255, blank=True)
     memberships_url = models.URLField(max_length=1000, blank=True)
+    # The last roster read whole and applied: a differences-only answer
+    # (NRPS 2.0 §2.4.3) is applied only on top of one.
+    roster_synced_at = models.DateTimeField(null=True, blank=True)
     bound = models.BooleanField(
         default=False,
         help_text="launches and rosters come from this LMS course; once one context of the "
@@ -247,14 +283,16 @@ class ScorePost(models.Model):
         "feedback.ReviewAttempt", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
     attempt_seq = models.BigIntegerField()
-    # The AGS timestamp: when the attempt was created. Attempts are created in
-    # seq order, so a platform that keeps the newest timestamp keeps the score
-    # of the newest attempt even if an older one arrives later.
+    # The AGS timestamp of this document, fixed when the row is queued (or
+    # sent again by staff) and strictly increasing per (line item, user): a
+    # retry re-sends the same document, a platform keeping the newest
+    # timestamp keeps the newest score.
     scored_at = models.DateTimeField()
     score_given = models.PositiveIntegerField()
     score_maximum = models.PositiveIntegerField()
     activity_progress = models.CharField(max_length=32)
     grading_progress = models.CharField(max_length=32)
+    comment = models.CharField(max_length=500, blank=True)  # shown in the gradebook
     status = models.CharField(max_length=16, choices=ScoreStatus.choices, default=ScoreStatus.QUEUED)
     tries = models.PositiveSmallIntegerField(default=0)
     claim = models.UUIDField(null=True, blank=True)
@@ -264,6 +302,9 @@ class ScorePost(models.Model):
     posted_at = models.DateTimeField(null=True, blank=True)
     last_http_status = models.PositiveSmallIntegerField(null=True, blank=True)
     last_answer = models.TextField(blank=True)
+    # Posted, known from the platform refusing a retry as "already stored"
+    # (its earlier try arrived, the answer did not).
+    confirmed_by_refusal = models.BooleanField(default=False)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

@@ -1,32 +1,33 @@
 """LTI context roles -> course enrolment (SPEC §12).
 
-Rule: Learner -> student; Instructor, TeachingAssistant, ContentDeveloper
--> course staff; a person holding a staff role and Learner is staff. Only
-*context* (membership) roles count: institution and system roles say what
-someone is elsewhere in the institution, not in this course. Anything else
-(Mentor, Observer, Administrator alone, no role) maps to nothing, and the
-caller refuses the launch or skips the roster member.
+Rule: the role map (``tutor.lti.rolemap``: the registration's own, else the
+``LTI_ROLE_MAP`` setting) decides from the member's *context* (membership)
+role names. Only context roles count: institution and system roles say
+what someone is elsewhere in the institution, not in this course. Nothing
+matching (Mentor, Observer, Administrator alone, no role) maps to nothing,
+and the caller refuses the launch or skips the roster member.
 
 The vocabulary (LTI 1.3 core, appendix A.2): a context role is
 ``http://purl.imsglobal.org/vocab/lis/v2/membership#Instructor``, a sub-role
-``http://purl.imsglobal.org/vocab/lis/v2/membership/Instructor#TeachingAssistant``,
-and the simple names (``Instructor``) are accepted for older platforms.
+``http://purl.imsglobal.org/vocab/lis/v2/membership/Instructor#TeachingAssistant``
+(its name is the part after ``#``), and the simple names (``Instructor``)
+are accepted for older platforms.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 
-from tutor.models import Enrollment
+from django.conf import settings
+
+from tutor.lti.rolemap import Rule, map_roles, parse_role_map
 
 MEMBERSHIP = "http://purl.imsglobal.org/vocab/lis/v2/membership"
 LEARNER = f"{MEMBERSHIP}#Learner"
 INSTRUCTOR = f"{MEMBERSHIP}#Instructor"
 TEACHING_ASSISTANT = f"{MEMBERSHIP}/Instructor#TeachingAssistant"
 CONTENT_DEVELOPER = f"{MEMBERSHIP}#ContentDeveloper"
-
-STAFF_NAMES = frozenset({"Instructor", "TeachingAssistant", "ContentDeveloper"})
-STUDENT_NAMES = frozenset({"Learner"})
 
 
 def context_role_name(role: str) -> str | None:
@@ -44,11 +45,24 @@ def context_role_name(role: str) -> str | None:
     return role
 
 
-def enrollment_role(roles: Iterable[str]) -> str | None:
-    """The enrolment role for a member's LTI roles, or None when none maps."""
+def role_rules(registration_map: str = "") -> tuple[Rule, ...]:
+    """The rules in force: the registration's map, else the setting's
+    (both checked when saved or at start-up)."""
+    return parse_role_map(registration_map or settings.LTI_ROLE_MAP)
+
+
+@dataclass(frozen=True)
+class RoleDecision:
+    role: str | None  # Enrollment.Role value, or None: refused
+    by: tuple[str, ...]  # the role names of the rule that decided
+
+
+def role_decide(roles: Iterable[str], rules: tuple[Rule, ...]) -> RoleDecision:
     names = {name for name in (context_role_name(r) for r in roles if isinstance(r, str)) if name}
-    if names & STAFF_NAMES:
-        return Enrollment.Role.STAFF
-    if names & STUDENT_NAMES:
-        return Enrollment.Role.STUDENT
-    return None
+    target, by = map_roles(rules, names)
+    return RoleDecision(role=target, by=tuple(sorted(by)))
+
+
+def enrollment_role(roles: Iterable[str], rules: tuple[Rule, ...] | None = None) -> str | None:
+    """The enrolment role for a member's LTI roles, or None when none maps."""
+    return role_decide(roles, rules if rules is not None else role_rules()).role

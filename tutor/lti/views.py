@@ -11,10 +11,9 @@ place (``LtiPageView.handle_exception``). Tokens and keys are never logged.
 from __future__ import annotations
 
 import logging
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import parse_qs, urlencode, urlsplit
 
 import jwt
-import requests
 from django.conf import settings
 from django.contrib.auth import login as auth_login
 from django.http import HttpResponse, HttpResponseRedirect
@@ -28,7 +27,7 @@ from drf_spectacular.openapi import AutoSchema as SpectacularAutoSchema
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from drf_standardized_errors.openapi import AutoSchema
-from pylti1p3.contrib.django import DjangoMessageLaunch, DjangoOIDCLogin
+from pylti1p3.contrib.django import DjangoOIDCLogin
 from pylti1p3.exception import LtiException, OIDCException
 from rest_framework.negotiation import BaseContentNegotiation
 from rest_framework.parsers import FormParser, MultiPartParser
@@ -36,7 +35,7 @@ from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from tutor.kernel.errors import DomainError, InvalidInput, ServiceUnavailable
+from tutor.kernel.errors import DomainError, InvalidInput
 from tutor.lti.adapters import NonceStore, ToolConf, platform_session
 from tutor.lti.selectors import published_jwks
 from tutor.lti.serializers import JwksSerializer, LaunchFormSerializer, LoginFormSerializer
@@ -45,9 +44,11 @@ from tutor.lti.services.launch import (
     LaunchClaims,
     LaunchRefused,
     launch_accept,
+    launch_clock_refused,
     login_nonce_issue,
     login_nonce_use,
 )
+from tutor.lti.verify import ClockSkew, ToolMessageLaunch
 from tutor.models import Enrollment
 from tutor.web.parsers import unstorable_text
 from tutor.web.renderers import FastJSONRenderer
@@ -67,6 +68,7 @@ COOKIE_CHECK_TEXTS = {
 }
 STUDENT_LANDING = "/?task={task}"  # the student client, opened on the task
 STAFF_LANDING = "/admin/"
+TASK_QUEUE_FILTER = "submission__task__id__exact"  # the review attempts admin's task filter
 
 
 def _refuse_unstorable_claims(id_token: str) -> None:
@@ -86,21 +88,23 @@ def _refuse_unstorable_claims(id_token: str) -> None:
 
 
 def _refusal_from_library(exc: Exception) -> DomainError:
-    """The page for a message pylti1p3 rejected. An unreachable or broken
-    platform key set is the platform's outage (503), not a bad launch; its
-    URL and answer stay out of the page."""
-    # pylti1p3's two key-set failures: the fetch failed, or the answer was not JSON.
-    if isinstance(exc.__cause__, requests.RequestException) or str(exc).startswith("Invalid response from"):
-        log.warning(
-            "lti launch: the platform's key set could not be read: %s", exc.__cause__.__class__.__name__
-        )
-        return ServiceUnavailable(
-            "The LMS could not be reached to verify this launch. Try again in a moment."
-        )
+    """The page for a message pylti1p3 rejected."""
     reason = str(exc)[:200] if isinstance(exc, (LtiException, OIDCException)) else "malformed launch message"
     log.warning("lti launch refused by validation: %s", reason)
     return LaunchRefused(
         f"This launch from the LMS could not be verified ({reason}). Open the link in the LMS again."
+    )
+
+
+def staff_landing(task) -> str:
+    """Staff land on the task's review queue (its attempts waiting for a
+    decision), or on the admin desk when the link names no task."""
+    if task is None:
+        return STAFF_LANDING
+    return (
+        reverse("admin:feedback_reviewattempt_changelist")
+        + "?"
+        + urlencode({TASK_QUEUE_FILTER: str(task.pk)})
     )
 
 
@@ -235,8 +239,9 @@ class LoginView(LtiPageView):
 
 
 class LaunchView(LtiPageView):
-    """The launch: the platform's id_token, checked by pylti1p3, then the
-    user is signed in and sent to the task (staff: to the admin)."""
+    """The launch: the platform's id_token, checked by pylti1p3 (with the
+    cached key set and the clock leeway of ``tutor.lti.verify``), then the
+    user is signed in and sent to the task (staff: to its review queue)."""
 
     parser_classes = [FormParser, MultiPartParser]
 
@@ -244,7 +249,10 @@ class LaunchView(LtiPageView):
         operation_id="lti_launch",
         request={"application/x-www-form-urlencoded": LaunchFormSerializer},
         responses={
-            302: OpenApiResponse(description="signed in: to /?task=<task id> (students) or /admin/ (staff)"),
+            302: OpenApiResponse(
+                description="signed in: to /?task=<task id> (students); staff to the task's review queue "
+                "in admin, or /admin/ when the link names no task"
+            ),
             (400, "text/html"): _REFUSED,
             (403, "text/html"): _REFUSED,
             (404, "text/html"): _REFUSED,
@@ -256,7 +264,7 @@ class LaunchView(LtiPageView):
     def post(self, request):
         django_request = request._request
         tool_conf = ToolConf()
-        message = DjangoMessageLaunch(
+        message = ToolMessageLaunch(
             django_request,
             tool_conf,
             session_service=NonceStore(django_request),
@@ -266,6 +274,9 @@ class LaunchView(LtiPageView):
         _refuse_unstorable_claims(django_request.POST.get("id_token", ""))
         try:
             body = message.validate().get_launch_data()
+        except ClockSkew as exc:
+            launch_clock_refused(registration=tool_conf.registration, skew=exc)
+            raise
         except LIBRARY_ERRORS as exc:
             raise _refusal_from_library(exc) from exc
         aud = body.get("aud")
@@ -287,7 +298,7 @@ class LaunchView(LtiPageView):
         # A new session: whoever was signed in in this browser before is signed out.
         auth_login(django_request, outcome.user, backend="django.contrib.auth.backends.ModelBackend")
         if outcome.role == Enrollment.Role.STAFF:
-            return HttpResponseRedirect(STAFF_LANDING)
+            return HttpResponseRedirect(staff_landing(outcome.task))
         return HttpResponseRedirect(STUDENT_LANDING.format(task=outcome.task.pk))
 
 

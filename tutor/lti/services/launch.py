@@ -30,7 +30,7 @@ from django.utils import timezone
 from tutor.audit import audit_record
 from tutor.kernel.errors import InvalidInput, NotFound, PermissionRefused
 from tutor.lti.models import Context, Deployment, Identity, LinkMember, LoginNonce, Registration, ResourceLink
-from tutor.lti.roles import enrollment_role
+from tutor.lti.roles import role_decide, role_rules
 from tutor.lti.selectors import bound_context_ids
 from tutor.models import AuditEvent, Enrollment, Task
 from tutor.services import enrollment_set
@@ -144,6 +144,22 @@ def login_nonce_use(*, registration: Registration, nonce: str, state: str) -> No
     ).update(used_at=timezone.now())
     if used != 1:
         raise LaunchRefused("This launch was already used or has expired. Open the link in the LMS again.")
+
+
+def launch_clock_refused(*, registration: Registration, skew) -> None:
+    """Record a launch refused for a clock difference (``tutor.lti.verify``):
+    the course team sees which LMS and by how much, so time sync gets fixed."""
+    with transaction.atomic():
+        audit_record(
+            actor=None,
+            actor_label=registration.issuer[:150],
+            event=AuditEvent.Event.LTI_LAUNCH_REFUSED,
+            target=registration,
+            course=registration.course_id,
+            to_state="clock_skew",
+            reason=skew.message,
+            extra={"claim": skew.claim, "skew_seconds": skew.seconds, "leeway": settings.LTI_CLOCK_LEEWAY},
+        )
 
 
 def login_nonces_purge(*, now=None) -> int:
@@ -275,7 +291,8 @@ def launch_accept(
     # Before the role and the task: a launch from another LMS course learns
     # nothing of this course's tasks (SPEC §12).
     context_check(registration, claims.context_id)
-    role = enrollment_role(claims.roles)
+    decision = role_decide(claims.roles, role_rules(registration.role_map))
+    role = decision.role
     if role is None:
         raise PermissionRefused(
             "Your role in this LMS course cannot use the tutor: it is open to learners, "
@@ -330,7 +347,11 @@ def launch_accept(
                 "resource_link_id": claims.resource_link_id,
                 "context_id": claims.context_id,
                 "task": task.slug if task is not None else None,
-                "lms_roles": list(claims.roles)[:20],
+                # A launch granting staff keeps the roles claim whole (within
+                # reason) and the rule that decided: who made whom staff.
+                "lms_roles": list(claims.roles)[: 100 if role == Enrollment.Role.STAFF else 20],
+                "role_rule": "+".join(decision.by),
+                "role_map": "registration" if registration.role_map else "setting",
                 "line_item": bool(link is not None and link.lineitem_url),
             },
         )

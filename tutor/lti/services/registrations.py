@@ -22,7 +22,8 @@ from django.db import transaction
 
 from tutor.audit import audit_record
 from tutor.kernel.errors import Conflict, InvalidInput
-from tutor.lti.models import Context, Deployment, Registration
+from tutor.lti.models import Context, Deployment, PendingScores, Registration
+from tutor.lti.rolemap import RoleMapError, parse_role_map
 from tutor.lti.selectors import bound_context_ids, outside_launchers
 from tutor.models import AuditEvent, Course
 
@@ -53,6 +54,27 @@ def check_endpoint_url(value: str, *, field_name: str) -> str:
         )
     if len(value) > URL_CHARS:
         raise InvalidInput(f"{field_name} is longer than {URL_CHARS} characters", field=field_name)
+    return value
+
+
+def check_role_map(value: str) -> str:
+    """A registration's role map (``tutor.lti.rolemap``); empty: the setting's."""
+    value = (value or "").strip()
+    if value:
+        try:
+            parse_role_map(value)
+        except RoleMapError as exc:
+            raise InvalidInput(f"role_map: {exc}", field="role_map") from None
+    return value
+
+
+def check_audience(value: str) -> str:
+    """The client assertion's audience (Brightspace names one); empty: the token URL."""
+    value = (value or "").strip()
+    if len(value) > URL_CHARS:
+        raise InvalidInput(f"auth_audience is longer than {URL_CHARS} characters", field="auth_audience")
+    if any(ch.isspace() for ch in value):
+        raise InvalidInput("auth_audience must not contain spaces", field="auth_audience")
     return value
 
 
@@ -97,12 +119,17 @@ def registration_register(
     jwks_url: str,
     course: Course,
     context_ids: list[str] | None = None,
+    auth_audience: str | None = None,
+    role_map: str | None = None,
+    pending_scores: str | None = None,
     actor=None,
 ) -> RegistrationResult:
     """Create or update the registration of (issuer, client id) for ``course``.
 
-    Every value is checked before anything is written. Audited as
-    ``lti_registered`` when something changed.
+    Every value is checked before anything is written. ``auth_audience``,
+    ``role_map`` and ``pending_scores`` left None keep what the registration
+    has ("" resets one to the default). Audited as ``lti_registered`` when
+    something changed.
     """
     issuer = _check_text(issuer, field_name="issuer")
     if urlsplit(issuer).scheme not in ("https", "http"):
@@ -112,11 +139,22 @@ def registration_register(
     wanted_contexts = _unique_texts(context_ids, field_name="context_id")
     if not wanted_deployments:
         raise InvalidInput("at least one deployment id is needed", field="deployment_id")
-    urls = {
+    values = {
         "auth_url": check_endpoint_url(auth_url, field_name="auth_url"),
         "token_url": check_endpoint_url(token_url, field_name="token_url"),
         "jwks_url": check_endpoint_url(jwks_url, field_name="jwks_url"),
     }
+    if auth_audience is not None:
+        values["auth_audience"] = check_audience(auth_audience)
+    if role_map is not None:
+        values["role_map"] = check_role_map(role_map)
+    if pending_scores is not None:
+        if pending_scores and pending_scores not in PendingScores.values:
+            raise InvalidInput(
+                f"pending_scores must be one of {', '.join(PendingScores.values)}; got {pending_scores!r}",
+                field="pending_scores",
+            )
+        values["pending_scores"] = pending_scores
 
     with transaction.atomic():
         registration = (
@@ -126,7 +164,7 @@ def registration_register(
         changed: list[str] = []
         if created:
             registration = Registration.objects.create(
-                issuer=issuer, client_id=client_id, course=course, **urls
+                issuer=issuer, client_id=client_id, course=course, **values
             )
         else:
             if registration.course_id != course.pk:
@@ -135,10 +173,10 @@ def registration_register(
                     "registration (register the course with its own client id)",
                     field="course",
                 )
-            changed = [name for name, value in urls.items() if getattr(registration, name) != value]
+            changed = [name for name, value in values.items() if getattr(registration, name) != value]
             if changed:
                 for name in changed:
-                    setattr(registration, name, urls[name])
+                    setattr(registration, name, values[name])
                 registration.save(update_fields=[*changed, "updated_at"])
         existing = set(registration.deployments.values_list("deployment_id", flat=True))
         added = [d for d in wanted_deployments if d not in existing]

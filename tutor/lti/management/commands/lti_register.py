@@ -37,6 +37,21 @@ class Command(DomainCommand):
             help="the LMS course (context id) that is this course; repeat for several. Once one is "
             "bound, launches and rosters from any other LMS course are refused",
         )
+        parser.add_argument(
+            "--auth-audience",
+            help="the audience of the tool's token requests when the platform names one (Brightspace: "
+            "its 'OAuth2 Audience', https://api.brightspace.com/auth/token); '' resets it to the token URL",
+        )
+        parser.add_argument(
+            "--role-map",
+            help="LMS roles -> tutor role for this platform, first match wins, e.g. "
+            "'Instructor=staff;TeachingAssistant=staff;Learner=student'; '' resets it to LTI_ROLE_MAP",
+        )
+        parser.add_argument(
+            "--pending-scores",
+            choices=["pending_manual", "fully_graded_provisional", "hold", ""],
+            help="what the gradebook gets while staff review is pending; '' resets it to LTI_PENDING_SCORES",
+        )
 
     def handle(
         self,
@@ -49,6 +64,9 @@ class Command(DomainCommand):
         jwks_url,
         course,
         context_ids=None,
+        auth_audience=None,
+        role_map=None,
+        pending_scores=None,
         **options,
     ):
         target = Course.objects.filter(slug=course).first()
@@ -63,6 +81,9 @@ class Command(DomainCommand):
             jwks_url=jwks_url,
             course=target,
             context_ids=context_ids,
+            auth_audience=auth_audience,
+            role_map=role_map,
+            pending_scores=pending_scores,
         )
         reg = result.registration
         if result.created:
