@@ -11,7 +11,7 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 from django.test import Client
 
-from tests.lti.platform import CLIENT_ID, DEPLOYMENT_ID, ISSUER, FakePlatform
+from tests.lti.platform import CLIENT_ID, DEPLOYMENT_ID, INSTRUCTOR, ISSUER, FakePlatform
 from tutor.lti.selectors import published_jwks
 from tutor.lti.services.keys import tool_key_generate
 from tutor.lti.services.registrations import registration_register
@@ -99,3 +99,10 @@ class Browser:
 @pytest.fixture
 def browser(platform):
     return Browser(platform)
+
+
+@pytest.fixture
+def launched(registration, platform):
+    """An instructor launched once: the launch brought the roster URL."""
+    Browser(platform).launch(sub="teacher-1", roles=[INSTRUCTOR], task=None)
+    return platform

@@ -82,6 +82,10 @@ class FakePlatform:
         self.scores: dict[str, list[dict]] = {}  # accepted scores by line item id
         self.members: list[dict] = []
         self.page_size: int | None = None
+        # How the next page is named: the Link header's form, and the page URL
+        # (a callable of the next offset; the server reads `offset` or `Cursor=AbCd<n>`).
+        self.link_template = '<{url}>; rel="next"'
+        self.page_url = lambda start: f"{self.memberships_url}?offset={start}"
         self.tool_jwks: list[dict] = []
         self.issued_tokens: set[str] = set()
         self.jwks_status = 200
@@ -89,6 +93,7 @@ class FakePlatform:
         self.jwks_delay = 0.0  # seconds the key set takes to answer (a hanging LMS)
         self._score_answers: deque[int] = deque()
         self._token_answers: deque[int] = deque()
+        self._member_answers: deque[int] = deque()
         self._lock = threading.Lock()
         self._server: ThreadingHTTPServer | None = None
 
@@ -152,6 +157,10 @@ class FakePlatform:
 
     def script_tokens(self, *statuses: int) -> None:
         self._token_answers.extend(statuses)
+
+    def script_memberships(self, *statuses: int) -> None:
+        """The status of the next roster pages, in order (then 200)."""
+        self._member_answers.extend(statuses)
 
     def rotate_key(self) -> None:
         """A new signing key replaces the old one in the key set."""
@@ -252,7 +261,7 @@ class FakePlatform:
             return self._token(handler, recorded)
         if method == "POST" and url.path.startswith("/lineitems/") and url.path.endswith("/scores"):
             return self._score(handler, recorded, url.path.split("/")[2])
-        if method == "GET" and url.path == "/memberships":
+        if method == "GET" and url.path in ("/memberships", "/ctx/Course-ABC/memberships"):
             return self._memberships(handler, recorded, parse_qs(url.query))
         return self._send(handler, 404, {"error": "not found"})
 
@@ -322,12 +331,19 @@ class FakePlatform:
     def _memberships(self, handler, recorded: Recorded, query: dict) -> None:
         if not self._authorized(recorded):
             return self._send(handler, 401, {"error": "invalid_token"})
-        start = int(query.get("offset", ["0"])[0])
+        with self._lock:
+            status = self._member_answers.popleft() if self._member_answers else 200
+        if status != 200:
+            return self._send(handler, status, {"error": f"scripted {status}"})
+        if "Cursor" in query:
+            start = int(query["Cursor"][0].removeprefix("AbCd"))
+        else:
+            start = int(query.get("offset", ["0"])[0])
         size = self.page_size or len(self.members) or 1
         page = self.members[start : start + size]
         headers = {}
         if start + size < len(self.members):
-            headers["Link"] = f'<{self.memberships_url}?offset={start + size}>; rel="next"'
+            headers["Link"] = self.link_template.format(url=self.page_url(start + size))
         return self._send(
             handler,
             200,

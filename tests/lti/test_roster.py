@@ -9,7 +9,6 @@ from django.core.management import CommandError, call_command
 
 from feedback.models import Submission
 from tests.factories import enroll, make_submission
-from tests.lti.conftest import Browser
 from tests.lti.platform import INSTRUCTOR, ISSUER, LEARNER, MENTOR, TEACHING_ASSISTANT
 from tutor.lti.models import Identity
 from tutor.models import AuditEvent, Enrollment
@@ -30,13 +29,6 @@ def sync(course="se-101") -> tuple[str, str]:
     return out.getvalue(), err.getvalue()
 
 
-@pytest.fixture
-def launched(registration, platform):
-    """An instructor launched once: the launch brought the roster URL."""
-    Browser(platform).launch(sub="teacher-1", roles=[INSTRUCTOR], task=None)
-    return platform
-
-
 def roles() -> dict[str, str]:
     return dict(
         Enrollment.objects.filter(user__lti_identities__issuer=ISSUER).values_list(
@@ -50,21 +42,28 @@ def test_sync_enrols_members_with_their_roles(launched, course):
         member("teacher-1", INSTRUCTOR),
         member("s1", email="s1@example.test", given_name="Sam", family_name="One"),
         member("s2"),
-        member("ta-1", TEACHING_ASSISTANT, LEARNER),
+        member("ta-1", TEACHING_ASSISTANT),
+        member("forum-ta", TEACHING_ASSISTANT, LEARNER),  # Open edX's Community TA: a student
         member("observer", MENTOR),
     ]
 
     out, err = sync()
 
-    assert roles() == {"teacher-1": "staff", "s1": "student", "s2": "student", "ta-1": "staff"}
+    assert roles() == {
+        "teacher-1": "staff",
+        "s1": "student",
+        "s2": "student",
+        "ta-1": "staff",
+        "forum-ta": "student",
+    }
     assert out == (
-        "roster of se-101: 4 members, 3 enrolled, 0 changed role, 1 unchanged, 0 removed, 1 skipped\n"
+        "roster of se-101: 5 members, 4 enrolled, 0 changed role, 1 unchanged, 0 removed, 1 skipped\n"
     )
-    assert "roster [" in err and "4/4" in err  # progress on stderr
+    assert "roster [" in err and "5/5" in err  # progress on stderr
     assert "skipped (no learner or staff role): observer" in err
     s1 = Identity.objects.get(subject="s1").user
     assert (s1.first_name, s1.last_name, s1.email) == ("Sam", "One", "s1@example.test")
-    assert AuditEvent.objects.get(event="lti_roster_synced").extra["enrolled"] == 3
+    assert AuditEvent.objects.get(event="lti_roster_synced").extra["enrolled"] == 4
     # The roster was read with a token of the NRPS scope.
     token = next(r for r in launched.requests if r.path == "/token")
     assert (
@@ -93,7 +92,8 @@ def test_sync_reads_every_page(launched, course):
     assert len([r for r in launched.requests if r.path == "/memberships"]) == 3
 
 
-def test_removed_members_lose_the_enrolment_but_keep_their_history(launched, course, task):
+def test_removed_members_lose_the_enrolment_but_keep_their_history(launched, course, task, settings):
+    settings.LTI_ROSTER_MAX_REMOVAL_SHARE = 0.5  # 2 of 5 leave at once
     launched.members = [member("teacher-1", INSTRUCTOR), member("s1"), member("s2"), member("s3")]
     sync()
     s2 = Identity.objects.get(subject="s2").user
@@ -129,13 +129,15 @@ def test_a_failing_roster_service_changes_nothing(launched, course, monkeypatch)
     sync()
     launched.members = [member("teacher-1", INSTRUCTOR)]
     before = AuditEvent.objects.count()
-    launched.script_tokens(503)
+    launched.script_memberships(503)
 
-    with pytest.raises(CommandError, match="roster service answered 503; nothing was changed"):
+    with pytest.raises(CommandError, match="roster service answered 503 on page 1; nothing was changed"):
         sync()
 
     assert roles() == {"teacher-1": "staff", "s1": "student"}
-    assert AuditEvent.objects.count() == before
+    refusal = AuditEvent.objects.get(event="lti_roster_refused")
+    assert (refusal.to_state, refusal.course_id) == ("http_503", course.pk)
+    assert AuditEvent.objects.count() == before + 1  # the refusal alone
 
 
 def test_a_course_never_launched_has_no_roster_url(registration, course):
@@ -169,7 +171,7 @@ def test_a_registration_with_a_bound_context_reads_only_its_roster(launched, reg
     Context.objects.create(
         registration=registration, context_id="other-ctx-9", memberships_url=launched.memberships_url
     )
-    launched.members = [member("s1")]
+    launched.members = [member("teacher-1", INSTRUCTOR), member("s1")]
     sync()
     assert sum(r.path == "/memberships" for r in launched.requests) == 2  # both contexts read, unbound
 

@@ -34,7 +34,10 @@ class _TimeoutSession(requests.Session):
 
     def request(self, method, url, **kwargs):
         kwargs.setdefault("timeout", self._timeout)
-        return super().request(method, url, **kwargs)
+        # The last answer stays readable: pylti1p3 keeps only the token of a
+        # token answer, the cache needs its expires_in too.
+        self.last_response = super().request(method, url, **kwargs)
+        return self.last_response
 
 
 def platform_session() -> requests.Session:
@@ -54,6 +57,9 @@ def pylti_registration(registration: Registration, key: ToolKey | None) -> Pylti
         .set_auth_token_url(registration.token_url)
         .set_key_set_url(registration.jwks_url)
     )
+    if registration.auth_audience:
+        # Brightspace: the client assertion's aud is its OAuth2 audience, not the token URL.
+        reg.set_auth_audience(registration.auth_audience)
     if key is not None:
         reg.set_tool_private_key(key.private_pem).set_tool_public_key(key.public_pem)
     return reg
