@@ -9,8 +9,10 @@ worker process. It has RSA keys of its own and serves:
   verified against the tool's published keys (``trust_tool``) before a token
   is issued;
 - ``POST /lineitems/<id>/scores``: an AGS line item recording every score it
-  accepts (``scores``) and every request (``requests``); answers can be
-  scripted (``script_scores(503, 200)``);
+  accepts (``scores``) and every request (``requests``); it keeps the newest
+  timestamp per user (the same one again: 400 "already exists", an earlier
+  one: 409); answers can be scripted (``script_scores(503, 200)``) or
+  delayed after storing (``script_score_delays(2)``);
 - ``GET /memberships``: an NRPS membership container (``members``), paged
   with ``Link: rel="next"`` when ``page_size`` is set.
 
@@ -94,6 +96,7 @@ class FakePlatform:
         self._score_answers: deque[int] = deque()
         self._token_answers: deque[int] = deque()
         self._member_answers: deque[int] = deque()
+        self._score_delays: deque[float] = deque()
         self._lock = threading.Lock()
         self._server: ThreadingHTTPServer | None = None
 
@@ -154,6 +157,10 @@ class FakePlatform:
     def script_scores(self, *statuses: int) -> None:
         """The status of the next score posts, in order (then 200)."""
         self._score_answers.extend(statuses)
+
+    def script_score_delays(self, *seconds: float) -> None:
+        """Seconds the next score posts take to answer, after the score is stored."""
+        self._score_delays.extend(seconds)
 
     def script_tokens(self, *statuses: int) -> None:
         self._token_answers.extend(statuses)
@@ -324,8 +331,23 @@ class FakePlatform:
             return self._send(handler, status, {"error": f"scripted {status}"})
         if recorded.headers.get("content-type") != "application/vnd.ims.lis.v1.score+json":
             return self._send(handler, 415, {"error": "wrong content type"})
+        score = recorded.json()
         with self._lock:
-            self.scores.setdefault(item, []).append(recorded.json())
+            # AGS: the platform keeps the newest timestamp per user and line item.
+            held = [s for s in self.scores.get(item, []) if s["userId"] == score["userId"]]
+            newest = max((s["timestamp"] for s in held), default=None)
+            if newest is not None and score["timestamp"] == newest:
+                refusal = (400, {"error": "Score already exists for the provided timestamp"})
+            elif newest is not None and score["timestamp"] < newest:
+                refusal = (409, {"error": "Refusing score with an earlier timestamp for item"})
+            else:
+                refusal = None
+                self.scores.setdefault(item, []).append(score)
+            delay = self._score_delays.popleft() if self._score_delays else 0
+        if delay:
+            time.sleep(delay)  # stored, but the answer comes late
+        if refusal is not None:
+            return self._send(handler, refusal[0], refusal[1])
         return self._send(handler, 200, {"resultUrl": f"{self.base_url}/lineitems/{item}/results"})
 
     def _memberships(self, handler, recorded: Recorded, query: dict) -> None:

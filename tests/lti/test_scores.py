@@ -403,11 +403,23 @@ def test_score_rule_counts_acceptance_criteria_only():
         return {"rubric_id": f"{kind}{status}", "kind": kind, "status": status}
 
     result = {"criteria": [c("acceptance", "PASS"), c("acceptance", "FAIL"), c("learning", "NEED_REVIEW")]}
-    assert score_from_result(result).__dict__ == {"given": 1, "maximum": 2, "grading_progress": "FullyGraded"}
+    expected = {"given": 1, "maximum": 2, "grading_progress": "FullyGraded", "pending": 0, "comment": ""}
+    for policy in ("pending_manual", "fully_graded_provisional", "hold"):  # nothing pending: all alike
+        assert score_from_result(result, policy).__dict__ == expected
     result["criteria"].append(c("acceptance", "NEED_REVIEW"))
     assert score_from_result(result).__dict__ == {
         "given": 1,
         "maximum": 3,
         "grading_progress": "PendingManual",
+        "pending": 1,
+        "comment": "",
     }
+    assert score_from_result(result, "fully_graded_provisional").__dict__ == {
+        "given": 1,
+        "maximum": 3,
+        "grading_progress": "FullyGraded",
+        "pending": 1,
+        "comment": "Provisional: staff review of 1 of 3 criteria is pending; this grade may go up.",
+    }
+    assert score_from_result(result, "hold") is None
     assert score_from_result({"criteria": [c("learning", "PASS")]}) is None

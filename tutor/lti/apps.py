@@ -16,3 +16,10 @@ class LtiConfig(AppConfig):
             "lti", ["registration", "deployment", "context", "resourcelink", "scorepost"]
         )
         attempt_finished.connect(attempt_finished_received, dispatch_uid="lti-grade-passback")
+        # Embedded mode: score posts wait until the response is sent (tutor.lti.after_response).
+        from django.core.signals import request_finished, request_started
+
+        from tutor.lti import after_response
+
+        request_started.connect(after_response.request_started_received, dispatch_uid="lti-after-response")
+        request_finished.connect(after_response.request_finished_received, dispatch_uid="lti-after-response")

@@ -9,17 +9,29 @@ Rules:
   replaces a newer one.
 - The score counts acceptance criteria only, as the review's overall does
   (learning criteria never block): ``scoreGiven`` = those that PASS,
-  ``scoreMaximum`` = all of them; ``gradingProgress`` is ``PendingManual``
-  while one of them is NEED_REVIEW, else ``FullyGraded``;
-  ``activityProgress`` is ``Completed``. A rubric without acceptance
-  criteria has nothing to score.
+  ``scoreMaximum`` = all of them; ``activityProgress`` is ``Completed``. A
+  rubric without acceptance criteria has nothing to score. While one of
+  them is NEED_REVIEW, the registration's ``LTI_PENDING_SCORES`` policy
+  decides: ``pending_manual`` posts ``PendingManual``; ``fully_graded_provisional``
+  posts ``FullyGraded`` with a comment that staff review is pending (and
+  the staff verdict posts again); ``hold`` posts nothing. Otherwise
+  ``FullyGraded``.
+- Exactly once: each row's AGS timestamp is fixed when it is queued and
+  strictly increases per (line item, user). A retry re-sends the same
+  document; when the platform refuses a retry because it holds that score
+  already (400/409 "already exists" for the timestamp, or an
+  earlier-timestamp refusal while this row is the newest known), its
+  earlier try arrived: the row ends ``posted``, ``confirmed_by_refusal``.
+  Staff sending a failed score again give it a fresh timestamp.
 - One row per (attempt, line item): a duplicate signal adds nothing. A newer
   row replaces the queued, unposted rows of the same line item and user.
 - A row is posted only by the worker that claimed it (conditional UPDATE),
   so a duplicate task delivery posts nothing. A failed try that may succeed
   later goes back to ``queued`` with a backoff; the sweep re-dispatches
   what the broker lost and returns rows whose worker died. Every try is
-  audited with the platform's answer.
+  audited with the platform's answer. Posting never runs inside a
+  student's request: in the embedded mode it waits for the response to be
+  sent (``tutor.lti.after_response``).
 """
 
 from __future__ import annotations
@@ -38,8 +50,8 @@ from feedback.models import AttemptStatus, ReviewAttempt
 from feedback.selectors import FeedbackState, select_feedback
 from tutor.audit import audit_record
 from tutor.kernel.rubrics import CriterionKind, Verdict
-from tutor.lti import platform
-from tutor.lti.models import ScorePost, ScoreStatus
+from tutor.lti import after_response, platform
+from tutor.lti.models import LinkMember, PendingScores, ScorePost, ScoreStatus
 from tutor.lti.selectors import grade_targets
 from tutor.lti.services.launch import login_nonces_purge
 from tutor.models import AuditEvent, Task
@@ -54,25 +66,54 @@ AUDIT_ACTOR = "lti-passback"
 CLAIM_MARGIN_SECONDS = 30
 
 
+PROVISIONAL_COMMENT = (
+    "Provisional: staff review of {pending} of {maximum} criteria is pending; this grade may go up."
+)
+TIMESTAMP_STEP = timedelta(milliseconds=1)  # platforms keep at least milliseconds of a timestamp
+
+
 @dataclass(frozen=True)
 class Score:
     given: int
     maximum: int
     grading_progress: str
+    pending: int = 0  # acceptance criteria still NEED_REVIEW
+    comment: str = ""
 
 
-def score_from_result(result: dict) -> Score | None:
-    """The score of a review result (see the module's rules), or None."""
+def score_from_result(result: dict, policy: str = PendingScores.PENDING_MANUAL) -> Score | None:
+    """The score of a review result under the pending-scores ``policy`` (see
+    the module's rules), or None: nothing to post."""
     acceptance = [c for c in result.get("criteria", []) if c.get("kind") == CriterionKind.ACCEPTANCE]
     if not acceptance:
         return None
     statuses = [c.get("status") for c in acceptance]
-    pending = Verdict.NEED_REVIEW in statuses
-    return Score(
-        given=statuses.count(Verdict.PASS),
-        maximum=len(acceptance),
-        grading_progress=PENDING_MANUAL if pending else FULLY_GRADED,
+    pending = statuses.count(Verdict.NEED_REVIEW)
+    given, maximum = statuses.count(Verdict.PASS), len(acceptance)
+    if not pending:
+        return Score(given=given, maximum=maximum, grading_progress=FULLY_GRADED)
+    if policy == PendingScores.HOLD:
+        return None
+    if policy == PendingScores.FULLY_GRADED_PROVISIONAL:
+        comment = PROVISIONAL_COMMENT.format(pending=pending, maximum=maximum)
+        return Score(given, maximum, FULLY_GRADED, pending=pending, comment=comment)
+    return Score(given, maximum, PENDING_MANUAL, pending=pending)
+
+
+def pending_policy(registration) -> str:
+    return registration.pending_scores or settings.LTI_PENDING_SCORES
+
+
+def next_timestamp(*, link_id, identity_id, now):
+    """A timestamp later than every score row of (line item, user): AGS
+    platforms keep the newest, and refuse one not newer than theirs."""
+    latest = (
+        ScorePost.objects.filter(link_id=link_id, identity_id=identity_id)
+        .order_by("-scored_at")
+        .values_list("scored_at", flat=True)
+        .first()
     )
+    return now if latest is None or latest < now else latest + TIMESTAMP_STEP
 
 
 def retry_delay(tries: int) -> float:
@@ -81,13 +122,20 @@ def retry_delay(tries: int) -> float:
 
 
 def score_dispatch(score_id) -> None:
-    """Send the post task; a broker outage leaves the queued row to the sweep."""
+    """Send the post task; a broker outage leaves the queued row to the sweep.
+    In the embedded mode (eager tasks) inside a request, the post waits
+    until the response is sent."""
     from tutor.lti.tasks import post_score
 
-    try:
-        post_score.delay(str(score_id))
-    except Exception:
-        log.warning("could not dispatch LTI score %s; the sweep will retry", score_id, exc_info=True)
+    def send() -> None:
+        try:
+            post_score.delay(str(score_id))
+        except Exception:
+            log.warning("could not dispatch LTI score %s; the sweep will retry", score_id, exc_info=True)
+
+    if settings.CELERY_TASK_ALWAYS_EAGER and after_response.defer(send):
+        return
+    send()
 
 
 def _dispatch_later(score_id, delay: float) -> None:
@@ -121,14 +169,16 @@ def scores_queue(*, attempt_id) -> list[ScorePost]:
         FeedbackState.CURRENT,
     ):
         return []
-    score = score_from_result(selection.result)
-    if score is None:
-        log.info("attempt %s: no acceptance criteria, nothing to score", attempt.pk)
-        return []
     now = timezone.now()
     created: list[ScorePost] = []
     with transaction.atomic():
         for target in targets:
+            score = score_from_result(selection.result, pending_policy(target.link.registration))
+            if score is None:
+                log.info("attempt %s: nothing to post to link %s", attempt.pk, target.link_id)
+                continue
+            # One (line item, user) at a time: their timestamps must strictly increase.
+            LinkMember.objects.select_for_update().filter(pk=target.pk).first()
             same_user = ScorePost.objects.filter(link=target.link, identity=target.identity)
             newer = (
                 same_user.filter(attempt_seq__gt=attempt.attempt_seq)
@@ -142,11 +192,14 @@ def scores_queue(*, attempt_id) -> list[ScorePost]:
                         identity=target.identity,
                         attempt=attempt,
                         attempt_seq=attempt.attempt_seq,
-                        scored_at=attempt.created_at,
+                        scored_at=next_timestamp(
+                            link_id=target.link_id, identity_id=target.identity_id, now=now
+                        ),
                         score_given=score.given,
                         score_maximum=score.maximum,
                         activity_progress=ACTIVITY_COMPLETED,
                         grading_progress=score.grading_progress,
+                        comment=score.comment,
                         status=ScoreStatus.SUPERSEDED if newer else ScoreStatus.QUEUED,
                         next_try_at=now,
                         dispatched_at=now,
@@ -178,7 +231,7 @@ def score_claim(*, score_id) -> tuple[ScorePost, uuid.UUID] | None:
     return row, token
 
 
-def _audit_try(row: ScorePost, answer: platform.PlatformAnswer, event: str, to_state: str) -> None:
+def _audit_try(row: ScorePost, answer: platform.PlatformAnswer, event: str, to_state: str, **more) -> None:
     audit_record(
         actor=None,
         actor_label=AUDIT_ACTOR,
@@ -195,31 +248,66 @@ def _audit_try(row: ScorePost, answer: platform.PlatformAnswer, event: str, to_s
             "line_item": row.link.lineitem_url,
             "user_id": row.identity.subject,
             "try": row.tries,
+            "timestamp": row.scored_at.isoformat(),
             "http_status": answer.http_status,
             "answer": answer.text,
+            **more,
         },
     )
 
 
-def score_posted(*, row: ScorePost, claim: uuid.UUID, answer: platform.PlatformAnswer) -> bool:
+def score_posted(
+    *, row: ScorePost, claim: uuid.UUID, answer: platform.PlatformAnswer, by_refusal: bool = False
+) -> bool:
+    """The platform holds the score: it accepted it, or (``by_refusal``) it
+    refused a retry because an earlier try of this document arrived."""
     with transaction.atomic():
         done = ScorePost.objects.filter(pk=row.pk, status=ScoreStatus.POSTING, claim=claim).update(
             status=ScoreStatus.POSTED,
             posted_at=timezone.now(),
             last_http_status=answer.http_status,
             last_answer=answer.text,
+            confirmed_by_refusal=by_refusal,
         )
         if done != 1:
             log.warning("LTI score %s: claim lost after a successful post", row.pk)
             return False
-        _audit_try(row, answer, AuditEvent.Event.LTI_SCORE_POSTED, ScoreStatus.POSTED)
+        more = {"confirmed_by": "the platform's refusal of a retry"} if by_refusal else {}
+        _audit_try(row, answer, AuditEvent.Event.LTI_SCORE_POSTED, ScoreStatus.POSTED, **more)
     return True
 
 
-def score_failed(*, row: ScorePost, claim: uuid.UUID, answer: platform.PlatformAnswer) -> str | None:
+def _newest_known(row: ScorePost) -> bool:
+    """No other score of (line item, user) is newer and on its way or posted."""
+    return not (
+        ScorePost.objects.filter(
+            link_id=row.link_id, identity_id=row.identity_id, scored_at__gt=row.scored_at
+        )
+        .filter(status__in=[ScoreStatus.QUEUED, ScoreStatus.POSTING, ScoreStatus.POSTED])
+        .exists()
+    )
+
+
+def _platform_holds_it(row: ScorePost, answer: platform.PlatformAnswer) -> str | None:
+    """``posted`` when a refused retry means an earlier try arrived,
+    ``superseded`` when the platform holds a newer score of ours, else None."""
+    if answer.ok or row.tries < 2:
+        return None  # a first try cannot have arrived before
+    stored = platform.already_stored(answer)
+    if stored == "same" or (stored == "newer" and _newest_known(row)):
+        return ScoreStatus.POSTED
+    if stored == "newer":
+        return ScoreStatus.SUPERSEDED
+    return None
+
+
+def score_failed(
+    *, row: ScorePost, claim: uuid.UUID, answer: platform.PlatformAnswer, superseded: bool = False
+) -> str | None:
     """Record a failed try: back to ``queued`` after a backoff when a later
-    try may succeed and tries remain, else ``failed``. Returns the new status."""
-    retry = answer.retry and row.tries < settings.LTI_SCORE_MAX_TRIES
+    try may succeed and tries remain, ``superseded`` when the platform holds
+    a newer score of ours, else ``failed``. Returns the new status."""
+    retry = answer.retry and row.tries < settings.LTI_SCORE_MAX_TRIES and not superseded
     delay = retry_delay(row.tries)
     now = timezone.now()
     eager = settings.CELERY_TASK_ALWAYS_EAGER
@@ -232,7 +320,7 @@ def score_failed(*, row: ScorePost, claim: uuid.UUID, answer: platform.PlatformA
             dispatched_at=None if eager else now + timedelta(seconds=delay),
         )
     else:
-        changes.update(status=ScoreStatus.FAILED)
+        changes.update(status=ScoreStatus.SUPERSEDED if superseded else ScoreStatus.FAILED)
     with transaction.atomic():
         done = ScorePost.objects.filter(pk=row.pk, status=ScoreStatus.POSTING, claim=claim).update(**changes)
         if done != 1:
@@ -257,6 +345,7 @@ def score_send(*, score_id) -> str | None:
         activity=row.activity_progress,
         grading=row.grading_progress,
         timestamp=row.scored_at,
+        comment=row.comment,
     )
     try:
         answer = platform.post_score(
@@ -267,15 +356,35 @@ def score_send(*, score_id) -> str | None:
         answer = platform.PlatformAnswer(ok=False, retry=True, http_status=None, text=type(exc).__name__)
     if answer.ok:
         return ScoreStatus.POSTED if score_posted(row=row, claim=claim, answer=answer) else None
-    return score_failed(row=row, claim=claim, answer=answer)
+    held = _platform_holds_it(row, answer)
+    if held == ScoreStatus.POSTED:
+        return (
+            ScoreStatus.POSTED if score_posted(row=row, claim=claim, answer=answer, by_refusal=True) else None
+        )
+    return score_failed(row=row, claim=claim, answer=answer, superseded=held == ScoreStatus.SUPERSEDED)
 
 
 def score_requeue(*, score: ScorePost, actor) -> bool:
-    """Staff send a failed score again (admin action), with fresh tries."""
+    """Staff send a failed score again (admin action), with fresh tries and a
+    fresh timestamp: a deliberate re-send is a new score document (AGS). Not
+    when a newer score of the same line item and user is on its way or
+    posted -- it would overwrite that one."""
     now = timezone.now()
     with transaction.atomic():
+        LinkMember.objects.select_for_update().filter(
+            link_id=score.link_id, identity_id=score.identity_id
+        ).first()
+        newer = ScorePost.objects.filter(
+            link_id=score.link_id,
+            identity_id=score.identity_id,
+            attempt_seq__gt=score.attempt_seq,
+            status__in=[ScoreStatus.QUEUED, ScoreStatus.POSTING, ScoreStatus.POSTED],
+        ).exists()
+        if newer:
+            return False
+        fresh = next_timestamp(link_id=score.link_id, identity_id=score.identity_id, now=now)
         done = ScorePost.objects.filter(pk=score.pk, status=ScoreStatus.FAILED).update(
-            status=ScoreStatus.QUEUED, tries=0, next_try_at=now, dispatched_at=now
+            status=ScoreStatus.QUEUED, tries=0, next_try_at=now, dispatched_at=now, scored_at=fresh
         )
         if done != 1:
             return False
@@ -286,6 +395,7 @@ def score_requeue(*, score: ScorePost, actor) -> bool:
             course=score.link.task.course_id,
             from_state=ScoreStatus.FAILED,
             to_state=ScoreStatus.QUEUED,
+            extra={"timestamp": fresh.isoformat(), "previous_timestamp": score.scored_at.isoformat()},
         )
         transaction.on_commit(lambda: score_dispatch(score.pk), robust=True)
     return True
