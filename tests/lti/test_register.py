@@ -290,3 +290,36 @@ def test_register_refuses_an_overlong_context_id_and_changes_nothing(course):
     with pytest.raises(CommandError, match="context_id is longer than 255"):
         register("dep-1", **{"--context-id": "c" * 256})
     assert not Registration.objects.exists()
+
+
+def test_superuser_sets_brightspace_audience_role_map_and_pending_scores_in_admin(course, two_registrations):
+    mine, _ = two_registrations
+    client = Client()
+    client.force_login(make_user("root", is_staff=True, is_superuser=True))
+    data = {
+        "course": str(course.pk),
+        "issuer": mine.issuer,
+        "client_id": mine.client_id,
+        "auth_url": mine.auth_url,
+        "token_url": mine.token_url,
+        "jwks_url": mine.jwks_url,
+        "auth_audience": "https://api.brightspace.com/auth/token",
+        "role_map": "Instructor=staff;Learner=boss",
+        "pending_scores": "hold",
+        "active": "on",
+        "deployments-TOTAL_FORMS": "0",
+        "deployments-INITIAL_FORMS": "0",
+    }
+
+    refused = client.post(f"/admin/lti/registration/{mine.pk}/change/", data)
+
+    assert refused.status_code == 200
+    assert b"write Role=staff, Role=student or Role=none" in refused.content
+    data["role_map"] = "Instructor=staff;TeachingAssistant=staff;Learner=student"
+    assert client.post(f"/admin/lti/registration/{mine.pk}/change/", data).status_code == 302
+    mine.refresh_from_db()
+    assert (mine.auth_audience, mine.role_map, mine.pending_scores) == (
+        "https://api.brightspace.com/auth/token",
+        "Instructor=staff;TeachingAssistant=staff;Learner=student",
+        "hold",
+    )

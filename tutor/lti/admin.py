@@ -280,6 +280,7 @@ class ScorePostAdmin(CourseScopedAdmin, ReadOnlyAdmin):
         "score",
         "grading_progress",
         "status",
+        "confirmed_by_refusal",
         "tries",
         "last_http_status",
     ]
@@ -301,14 +302,20 @@ class ScorePostAdmin(CourseScopedAdmin, ReadOnlyAdmin):
     def score(self, row):
         return f"{row.score_given}/{row.score_maximum}"
 
-    @admin.action(description="Send the selected failed scores again")
+    @admin.action(description="Send the selected failed scores again (with a fresh timestamp)")
     def requeue_failed(self, request, queryset):
-        sent = sum(
-            score_requeue(score=row, actor=request.user) for row in queryset.select_related("link__task")
-        )
+        rows = list(queryset.select_related("link__task"))
+        sent = sum(score_requeue(score=row, actor=request.user) for row in rows)
         self.message_user(
             request, f"{sent} score(s) queued again.", messages.SUCCESS if sent else messages.WARNING
         )
+        if sent < len(rows):
+            self.message_user(
+                request,
+                f"{len(rows) - sent} left as they were: not failed, or a newer score of the same student "
+                "and line item is on its way or posted.",
+                messages.WARNING,
+            )
 
 
 @admin.register(Identity)
