@@ -208,3 +208,16 @@ def test_lti_register_sets_a_role_map_and_refuses_a_bad_one(platform, course, to
     from tutor.lti.models import Registration
 
     assert Registration.objects.get().role_map == "TeachingAssistant=staff;Learner=student"
+
+
+def test_a_role_map_written_around_the_checks_refuses_the_launch_instead_of_guessing(
+    registration, browser, task
+):
+    from tutor.lti.models import Registration
+
+    Registration.objects.filter(pk=registration.pk).update(role_map="Learner=maybe")
+
+    response = browser.launch(sub="p1")
+
+    assert_refused(response, 403, "role map is not valid")
+    assert not Enrollment.objects.filter(user__lti_identities__subject="p1").exists()

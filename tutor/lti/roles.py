@@ -21,7 +21,8 @@ from dataclasses import dataclass
 
 from django.conf import settings
 
-from tutor.lti.rolemap import Rule, map_roles, parse_role_map
+from tutor.kernel.errors import PermissionRefused
+from tutor.lti.rolemap import RoleMapError, Rule, map_roles, parse_role_map
 
 MEMBERSHIP = "http://purl.imsglobal.org/vocab/lis/v2/membership"
 LEARNER = f"{MEMBERSHIP}#Learner"
@@ -47,8 +48,15 @@ def context_role_name(role: str) -> str | None:
 
 def role_rules(registration_map: str = "") -> tuple[Rule, ...]:
     """The rules in force: the registration's map, else the setting's
-    (both checked when saved or at start-up)."""
-    return parse_role_map(registration_map or settings.LTI_ROLE_MAP)
+    (both checked when saved or at start-up; a map written around those
+    checks refuses rather than guesses)."""
+    try:
+        return parse_role_map(registration_map or settings.LTI_ROLE_MAP)
+    except RoleMapError as exc:
+        raise PermissionRefused(
+            f"This LMS's role map is not valid ({exc}); ask the tutor's operator to fix it.",
+            code="lti_role_map_invalid",
+        ) from None
 
 
 @dataclass(frozen=True)
