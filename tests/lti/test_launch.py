@@ -3,6 +3,7 @@ initiation, id_token validation by pylti1p3, identity and enrolment."""
 
 from __future__ import annotations
 
+import re
 import time
 from urllib.parse import parse_qs, urlsplit
 
@@ -246,7 +247,7 @@ def test_expired_token_is_refused_as_a_clock_difference(registration, browser, p
     response = browser.post_launch(platform.sign(body), login.state)
 
     assert_refused(response, 403, "had expired when it arrived")
-    assert "about 600 s behind" in response.content.decode()
+    assert re.search(r"about 60\d s behind", response.content.decode())
     # Nothing but the refusal's own audit row.
     assert counts() == {**before, "audit": before["audit"] + 1}
 

@@ -67,7 +67,7 @@ def _contexts(course: Course) -> list[Context]:
         .select_related("registration")
     )
     # A registration with bound contexts takes its roster from those alone (Context.bound).
-    bound_registrations = {c.registration_id for c in contexts if c.bound} | set(
+    bound_registrations = set(
         Context.objects.filter(registration__course=course, bound=True).values_list(
             "registration_id", flat=True
         )
