@@ -187,3 +187,30 @@ LATIN_STOP_WORDS = _words(
     between after before because while though although whether get got
     """
 )
+
+# Words that say the answer failed but state nothing in its place: a
+# correction left with only these ("nope, still failing with the same
+# error", "没用 还是报错") is negative feedback (seed 002: 只有否定没有替代).
+FILLER_WORDS = _words(
+    """
+    work works working worked fix fixed fixes help helps helped fail fails failed failing error errors still
+    again asked ask meant mean wanted sense answer true right correct quite seem seems look looks sound sounds
+    way idea lol lmao haha hmm hmmm ugh bro dude man sir teacher yet totally completely definitely kinda bit
+    nope nah yeah ok okay sorry thanks thx ty tbh imo anything change changed issue problem broken same think
+    honestly really literally bruh mistaken wrong incorrect off anymore though
+    报错 没用 意思 答案 回答 说法 结果 完全 好像 根本 还是 这样 那样 不行 哈哈 哈哈哈 老师
+    大佬 真的 明显 有点 感觉 一样 问题 这里 那里 东西 地方 依然 仍然 还会
+    """
+)
+
+# A number right after one of these names a version, not a quantity
+# ("python 3.11", "node 20", "java 17"): no reason for the seed's 0.9.
+VERSIONED_NAMES = _words(
+    """
+    python python3 node nodejs node.js django java jdk jre php ruby go golang rust gcc clang ubuntu debian
+    fedora centos windows win macos osx ios android react vue angular npm pip yarn postgres postgresql mysql
+    redis chrome firefox safari es ecmascript typescript kotlin swift scala perl dotnet .net c# vscode excel
+    office iphone gpt bootstrap tailwind jquery spring rails laravel flask fastapi numpy pandas torch pytorch
+    tensorflow cuda opencv unity html css tls ssl lts jest pytest mocha webpack vite babel eslint
+    """
+)
