@@ -1,13 +1,22 @@
 """The optional model classifier (SPEC §5: off by default; the rules stay the fallback).
 
-When ``CORRECTIONS_LLM_CLASSIFIER`` is on and a model is configured, a
-message the rules found to be a correction is sent once more, with the
-rules' reading, to the model (purpose ``classification``), which may change
-the type, the confidence and the corrected statement, or answer that it is
-no correction at all. Any failure -- the model down, an answer that is not
-the JSON asked for, anything unexpected -- keeps the rules' result, recorded
-with classifier ``rules_fallback``. Messages the rules pass over
-are never sent: the model refines, it does not widen the net.
+When ``CORRECTIONS_LLM_CLASSIFIER`` is on and a model is configured:
+
+- a message the rules found to be a correction is sent once more, with the
+  rules' reading, to the model (purpose ``classification``), which may change
+  the type, the confidence and the corrected statement, or answer that it is
+  no correction at all. Any failure -- the model down, an answer that is not
+  the JSON asked for, anything unexpected -- keeps the rules' result,
+  recorded with classifier ``rules_fallback``;
+- the gate widens (issue 36): a reply to a tutor's statement that the rules
+  pass over but that holds a contrast, negation, preference or instruction
+  word ("not", "but", "prefer", "should", 不, 但是, 以后 …; ``corrections.gate``)
+  is sent too, with no reading of the rules; what the model finds is read
+  as the rules would read it (number, topic, the tutor's statement). A
+  failure records nothing: there is no reading to fall back to.
+
+``classify`` is the one entry: the detection task, ``POST /api/corrections/``
+and ``manage.py eval_corrections --model`` read a message through it.
 """
 
 from __future__ import annotations
@@ -17,7 +26,15 @@ import logging
 import math
 
 from corrections.conf import setting
-from corrections.detection import STATEMENT_MAX_CHARS, Detection
+from corrections.detection import (
+    STATEMENT_MAX_CHARS,
+    Detection,
+    Reference,
+    detect,
+    detection_from,
+    is_candidate,
+)
+from corrections.statements import quantities
 from corrections.text import Analysed, clean_statement, cut_text
 from tutor import llm
 from tutor.kernel.fencing import fence
@@ -41,12 +58,46 @@ def classifier_enabled() -> bool:
     return bool(setting("CORRECTIONS_LLM_CLASSIFIER")) and llm.is_configured()
 
 
-def classification_messages(*, message: str, assistant: str | None, rules: Detection) -> list[dict]:
-    hint = {
-        "type": rules.type,
-        "confidence": rules.confidence,
-        "corrected_statement": rules.corrected_statement,
-    }
+def gate(text: str) -> bool:
+    """The first look at a stored message (``corrections.gate``), wide when
+    the model classifier is on."""
+    return is_candidate(text, wide=classifier_enabled())
+
+
+def classify(
+    *, message: str, assistant: str | None, use_model: bool | None = None, course_id=None, correlation_id=None
+) -> Detection | None:
+    """The correction in ``message`` (redacted), replying to ``assistant``:
+    the rules' reading, and the model's when it is on (module docstring)."""
+    rules = detect(message, assistant=assistant)
+    if use_model is None:
+        use_model = classifier_enabled()
+    if not use_model:
+        return rules
+    if rules is None and not _worth_asking(message, assistant):
+        return None
+    return refine(
+        message=message, assistant=assistant, rules=rules, course_id=course_id, correlation_id=correlation_id
+    )
+
+
+def _worth_asking(message: str, assistant: str | None) -> bool:
+    """A reply to a tutor's statement with a word of contrast, negation,
+    preference or instruction outside its questions."""
+    if not assistant or not assistant.strip() or not Reference(assistant).states:
+        return False
+    return is_candidate(message, wide=True)
+
+
+def classification_messages(*, message: str, assistant: str | None, rules: Detection | None) -> list[dict]:
+    if rules is None:
+        hint = {"type": NONE, "confidence": 0.0, "corrected_statement": ""}
+    else:
+        hint = {
+            "type": rules.type,
+            "confidence": rules.confidence,
+            "corrected_statement": rules.corrected_statement,
+        }
     user = "\n\n".join(
         [
             fence("TUTOR_PREVIOUS_MESSAGE", assistant or ""),
@@ -69,9 +120,10 @@ class OutOfShape(ValueError):
 
 
 def refine(
-    *, message: str, assistant: str | None, rules: Detection, course_id=None, correlation_id=None
+    *, message: str, assistant: str | None, rules: Detection | None, course_id=None, correlation_id=None
 ) -> Detection | None:
-    """The model's reading of ``rules`` (None: the model says no correction).
+    """The model's reading of ``message`` given the rules' (None: the model
+    says no correction, or the rules found none and the model failed).
 
     Any failure keeps the rules' result, marked ``rules_fallback``: a model
     error, a reply out of shape (not JSON, not an object, an unknown type, a
@@ -92,7 +144,7 @@ def refine(
         log.exception("correction classifier failed, the rules decide")
         return fallback(rules)
     try:
-        return read_reply(reply, rules)
+        return read_reply(reply, rules, assistant=assistant)
     except OutOfShape as exc:
         log.warning("correction classifier answered out of shape (%s); the rules decide", exc)
     except Exception:
@@ -100,13 +152,14 @@ def refine(
     return fallback(rules)
 
 
-def fallback(rules: Detection) -> Detection:
-    return rules.with_changes(classifier="rules_fallback")
+def fallback(rules: Detection | None) -> Detection | None:
+    return rules.with_changes(classifier="rules_fallback") if rules is not None else None
 
 
-def read_reply(reply: str, rules: Detection) -> Detection | None:
-    """``rules`` as the model's reply changes them; OutOfShape if it is not
-    the asked ``{"type", "confidence", "corrected_statement"}`` object."""
+def read_reply(reply: str, rules: Detection | None, *, assistant: str | None = None) -> Detection | None:
+    """``rules`` as the model's reply changes them (or, without a reading of
+    the rules, the model's own); OutOfShape if it is not the asked
+    ``{"type", "confidence", "corrected_statement"}`` object."""
     if not isinstance(reply, str) or len(reply) > REPLY_MAX_CHARS:
         raise OutOfShape("no reply of a bounded length")
     try:
@@ -127,18 +180,26 @@ def read_reply(reply: str, rules: Detection) -> Detection | None:
         return None
     statement = answer.get("corrected_statement")
     if statement is None:
-        statement = rules.corrected_statement
+        statement = rules.corrected_statement if rules is not None else ""
     if not isinstance(statement, str) or len(statement) > STATEMENT_MAX_CHARS:
         raise OutOfShape(f"corrected_statement is no string of at most {STATEMENT_MAX_CHARS} characters")
     # The model's words are stored as the user's are: redacted (SPEC §5).
     # Redaction lengthens a text ("a@b.co" -> "[REDACTED:email]"): the bound
     # holds for what is stored, cut without splitting a marker.
+    if rules is None:
+        statement = cut_text(clean_statement(redact(statement).text), STATEMENT_MAX_CHARS)
+        if not statement and kind != "negative":
+            raise OutOfShape("no corrected_statement for a correction the rules did not find")
+        found = detection_from(
+            kind=kind, confidence=round(float(confidence), 3), statement=statement, assistant=assistant
+        )
+        return found.with_changes(classifier="model")
     statement = (
         cut_text(clean_statement(redact(statement).text), STATEMENT_MAX_CHARS) or rules.corrected_statement
     )
     quantity = rules.quantity
     if statement != rules.corrected_statement:
-        found = Analysed(statement).quantities_in()
+        found = quantities(Analysed(statement))
         quantity = found[0][0] if found else None
     return rules.with_changes(
         type=kind,

@@ -2,12 +2,12 @@
 every user message).
 
 Detection's first rule is taken as a user message is stored: whether it can
-be a correction at all (``corrections.detection.is_candidate``: a trigger
-word, or a number outside a question). It reads nothing, and the worker
-would take it first and stop there for anything else -- the optional LLM
-classifier only refines what the rules found -- so a message that is no
-candidate needs no outbox row, no task and no worker (SPEC §10: a tutor
-turn's statements). Every candidate gets a ``PendingDetection`` row in the
+be a correction at all (``corrections.gate``: a cue of a correction, or a
+number, outside a question; with the model classifier on, any word of
+contrast, negation, preference or instruction). It reads nothing, and the
+worker would take it first and stop there for anything else, so a message
+that is no candidate needs no outbox row, no task and no worker (SPEC §10:
+a tutor turn's statements). Every candidate gets a ``PendingDetection`` row in the
 write that stores it (``corrections.receivers``), and its detection is
 published after the commit. The detection task deletes the row once it has
 run. So a detection is never lost between the commit and the worker: when
@@ -65,13 +65,13 @@ _NEEDED_ATTRIBUTE = "_correction_candidate"
 
 def detection_needed(message) -> bool:
     """Whether a stored user message goes to detection: its text can be a
-    correction (the rules' first step, ``is_candidate``; module docstring).
+    correction (the rules' first step, ``corrections.gate``; module docstring).
     Computed once per message instance."""
     needed = getattr(message, _NEEDED_ATTRIBUTE, None)
     if needed is None:
-        from corrections.detection import is_candidate
+        from corrections.classifier import gate
 
-        needed = is_candidate(message.content or "")
+        needed = gate(message.content or "")
         setattr(message, _NEEDED_ATTRIBUTE, needed)
     return needed
 

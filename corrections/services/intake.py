@@ -27,7 +27,7 @@ from rest_framework import status
 
 from corrections import classifier
 from corrections.conf import rate_limit
-from corrections.detection import Detection, detect, is_candidate
+from corrections.detection import Detection
 from corrections.models import Classifier, Correction, Source
 from corrections.selectors import recent_assistant_message, user_message_text
 from corrections.services.routing import route, session_scoped
@@ -57,7 +57,7 @@ def correction_detect_message(*, message_id, correlation_id: str = "") -> Correc
     # The cheap path reads the text alone; the message's session, task and
     # student are loaded only for a candidate.
     content = user_message_text(message_id)
-    if content is None or not is_candidate(content):
+    if content is None or not classifier.gate(content):
         return None
     message = (
         TutorMessage.objects.select_related("session__task__course", "session__student")
@@ -86,7 +86,7 @@ def correction_submit(*, user, course, content: str, session=None, correlation_i
     """Explicit detection on ``content`` (SPEC §5); ``session`` (the caller's
     own) gives the assistant statement it refers to. Returns (correction or
     None, created)."""
-    if not is_candidate(content):
+    if not classifier.gate(content):
         return None, False
     assistant = None
     if session is not None:
@@ -110,16 +110,10 @@ def _record(
 ) -> tuple[Correction | None, bool]:
     redacted = redact(content)
     reference = redact(assistant).text if assistant else None
-    detection = detect(redacted.text, assistant=reference)
-    if detection is not None and classifier.classifier_enabled():
-        # Outside any transaction: a slow model never holds a lock.
-        detection = classifier.refine(
-            message=redacted.text,
-            assistant=reference,
-            rules=detection,
-            course_id=course.pk,
-            correlation_id=correlation_id or None,
-        )
+    # Outside any transaction: a slow model never holds a lock.
+    detection = classifier.classify(
+        message=redacted.text, assistant=reference, course_id=course.pk, correlation_id=correlation_id or None
+    )
     if detection is None:
         return None, False
     key = dedupe_key(detection, session.pk if session else None)
