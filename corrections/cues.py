@@ -122,15 +122,17 @@ def person_before(text: str, end: int, start: int = 0) -> str | None:
 # The student corrects their own earlier message, not the tutor.
 SELF_REPAIR = re.compile(
     _words(
-        r"(?<![a-z])(?:my bad|my mistake|my fault|my typo|typo on my (?:side|end|part)|sorry i meant|i meant"
+        r"(?<![a-z])(?:my bad|my mistake|my fault|my typo|typo on my (?:side|end|part)|sorry,? i meant"
         r"|i mistyped|i misread|i misspoke|i mixed (?:it|them|that|those) up|mixed (?:it|them) up"
-        r"|scratch that"
+        r"|scratch that|ignore my (?:last|previous|earlier) (?:message|msg|one|post)"
+        r"|i (?:pasted|sent|uploaded|attached|copied|submitted) the wrong"
         r"|oops|whoops|i was wrong|i typed (?:that|it|this) wrong|i wrote (?:that|it|this) wrong"
         r"|ignore what i (?:said|wrote)|i said (?:that|it) wrong|i got (?:that|it) wrong)(?![a-z])"
     )
-    + r"|我(?:刚才|刚刚|之前|上面)?(?:打|看|记|说|写|听|读|弄|搞)(?:错|混)"
-    r"|是我(?:搞|弄)?(?:错|混)|口误|打错字"
-    + r"|^(?:edit|eta|ps) ?[:-]|我的错|我(?:刚才|刚刚|之前|上面)(?:说|写)的|(?:刚才|刚刚)发错了"
+    + r"|(?:^|(?<=[,.;:!] ))i meant\b"
+    + r"|我(?:刚才|刚刚|之前|上面)?(?:打|看|记|说|写|听|读|弄|搞)(?:错|混|反)"
+    r"|是我(?:搞|弄)?(?:错|混|反)|口误|打错字|(?:发|贴|传|交|粘|复制)错"
+    + r"|^(?:edit|eta|ps) ?[:-]|我的错|我(?:刚才|刚刚|之前|上面)(?:说|写)的"
     + r"|^(?:打|看|记|说|写)错了"
 )
 # Agreement opens the message: "yes exactly, 201 not 200", "对对对 是201".
@@ -181,6 +183,9 @@ _NEGATION_ZH = (
     r"|得离谱)(?:[吧啊哦呀]|错了)*"
     r"|(?:你说的)?有误|不准确|不正确|不是这样的?|不是这个意思|并不是|这不行|这样不行|不好(?!意思|看|用|说|学|写|做|弄|懂|找|记|好|受)"
     r"|(?:^|(?<=[ ，,。！!]))错+(?=$|[ ，,。！!])"
+    r"|(?:你|您)?(?:又|也|完全)?(?:说|搞|弄|写|讲|记)反了?|(?:搞|弄)混了|混淆了|没道理|说不通|讲不通|不合理"
+    r"|(?:说法|答案|回答|解释|你说的)有问题|(?:完全|根本|一点都|一点也|还是)没用"
+    r"|我不(?:这么|这样)(?:认为|觉得|看)|我不同意|我觉得不是"
     r"|(?:这个?|你的?|你这个?)?(?:说法|信息|答案)?(?:已经)?(?:过时|过期)了?|早就改了|已经改了"
 )
 NEGATION = _either(
@@ -193,12 +198,21 @@ NEGATION = _either(
         r"(?: about [^,.;:!?\x02—]*)?"
         rf"|(?:that'?s|this is|it'?s|its) (?:way |a bit |kinda |totally )?off"
         r"|(?:that'?s |this is |it'?s )?not quite(?: it| right)?"
-        r"|(?:that'?s |this is |it'?s )?not (?:it|how (?:it|that|this) works|what i (?:asked|meant|wanted"
+        r"|(?:that'?s |this is |it'?s )?not (?:it|how (?:it|that|this) works"
+        r"|what i (?:asked|meant|wanted|need|needed"
+        r"|was looking for"
         r"|said))"
         r"|(?:that |this |it )?(?:doesn't|does not|didn't|did not) (?:work|help|fix (?:it|anything|the error"
         r"|the issue)"
         r"|change anything)"
         rf"|(?:that |this |it )?(?:doesn't|does not) (?:seem|look|sound) (?:{RIGHT}|{CORRECT})(?: to me)?"
+        # It reverses or mixes up what is so; it makes no sense; the student disagrees.
+        r"|(?:mixing|mixed|mixing up|got) (?:it|them|these|those|things|the two) up|(?:mixing|mixed) up"
+        r"|(?:that'?s|it'?s|this is|you have it|you got it|you've got it|you have them) backwards"
+        r"|(?:this|that|your|ur|this answer|that answer|your answer|ur answer|that explanation"
+        r"|this explanation"
+        r"|what you said) (?:makes no sense|doesn't make (?:any )?sense)|makes no sense|nonsense"
+        r"|(?:i )?don't think so|i doubt (?:it|that)|i disagree|not so sure about that"
         # What the tutor said is no longer so.
         r"|(?:that'?s |this is |it'?s |its |that info is |your info is )?(?:outdated|out of date|old info"
         r"|no longer (?:true|the case)|not (?:true |the case )?any ?more)"
@@ -314,7 +328,8 @@ PREFERENCE = _either(
         r"|just (?:give|tell|show) me|just the (?:answer|code|command)|make sure (?:to|you|u) (?:explain"
         r"|answer|reply|show|use|keep|give|include|write)"
         # A way of answering named by itself: "shorter answers please", "hints only".
-        r"|(?:short|shorter|brief|briefer|concise|simple|simpler|fewer|smaller|clearer) (?:\w+ )?(?:answers"
+        r"|(?:short|shorter|brief|briefer|concise|simple|simpler|fewer|smaller|clearer|plain|plainer|easier)"
+        r" (?:\w+ )?(?:words|language|terms|english|answers"
         r"|replies|responses|explanations|examples|hints|code|sentences)"
         r"|(?:only|just) hints|hints? only|no (?:full |complete |whole )(?:solutions?|answers?|code)"
         r"|no solutions"
@@ -351,7 +366,7 @@ PROCESS = _either(
         rf"first (?:{_VERB}|the|a|you|u)|(?:{_VERB})\b[^.;!?\x02]{{0,40}}\bfirst(?!\()|then (?:do|show|write"
         rf"|the|suggest|give|explain|fix|run)"
         r"|before (?:you|u|giving|suggesting|showing|saying|telling|anything|answering|writing|changing"
-        r"|pushing|committing)"
+        r"|pushing|committing)|(?P<order>(?:before|after) [a-z]+ing)"
         r"|step (?:1|one)|first step|in (?:this|that|the right|the same) order|in order|file by file"
         r"|one (?:file|step) at a time"
         rf"|the (?:process|workflow|order) (?:{SHOULD}|must|is)|start with|begin with|start by"
@@ -359,7 +374,9 @@ PROCESS = _either(
         r"|(?:always |never )?(?:show|write|explain|run|check|read) [^.;!?\x02]{0,40} before"
     )
     + r")(?![a-z0-9_'])",
-    r"先(?=[^ ，,。]{0,2}(?:写|看|读|跑|问|解释|检查|运行|测|说|给|确认|复现|想|列|编译|贴|查|review))"
+    r"先(?=(?:帮我|给我|把[^ ，,。]{1,6})?"
+    r"(?:写|看|读|跑|问|解释|检查|运行|测|说|给|确认|复现|想|列|编译|贴|查"
+    r"|review|分析|备份|讨论|说明|试|做|定位|理解|画|了解|搞清楚|弄清楚|思考|列出))"
     r"|(?:之|以)?前先|应该先|第一步|步骤应该|流程应该|按(?:这个)?顺序|一个文件一个文件|一步一步来",
 )
 
@@ -372,6 +389,11 @@ def typo_words(*words: str) -> set[str]:
     return {v for w in words for v in _typos(w)[3:-1].split("|")}
 
 
+# An instruction opens its clause with a verb of the work ("next time ask me … before guessing").
+IMPERATIVE = re.compile(
+    r"^(?:(?:next time|always|never|please|pls|plz|just|also|then|and|so|you should|u should|you need to"
+    rf"|make sure to|make sure you|make sure u) ?)*(?:{_VERB})(?![a-z])"
+)
 NOT_BEFORE = frozenset(re.sub(r"'\?", "", _NOT_BEFORE).split("|"))
 NOT_AFTER = frozenset(_NOT_AFTER.split("|"))
 SOURCE_NOUNS = frozenset(w for w in _SOURCE_NOUNS.replace("?", "").split("|") if " " not in w) | {

@@ -130,7 +130,7 @@ def detect(text: str, *, assistant: str | None = None) -> Detection | None:
     )
     answers_a_question = reference is not None and reference.asks and not standing
     if not agreed and not answers_a_question:
-        process = [m for m in in_statements(reading, cues.PROCESS) if not narrates(reading, m.start())]
+        process = [m for m in in_statements(reading, cues.PROCESS) if _orders_the_work(reading, m)]
         if process:
             return _whole_message(reading, PROCESS, PROCESS_CONFIDENCE, process)
     found = [] if agreed else correction_cues(reading, reference)
@@ -147,6 +147,17 @@ def detect(text: str, *, assistant: str | None = None) -> Detection | None:
     if found:
         return _factual(reading, found, reference)
     return _implicit(reading, reference)
+
+
+def _orders_the_work(reading: Reading, match) -> bool:
+    """A process cue of the student's instruction, not of their story ("i ran
+    the tests first") or of a fact ("WHERE filters rows before grouping")."""
+    if narrates(reading, match.start()):
+        return False
+    if match.group("order"):
+        clause = reading.clause_at(match.start())
+        return bool(cues.IMPERATIVE.match(reading.clean[clause.start : clause.end]))
+    return True
 
 
 def _whole_message(reading: Reading, kind: str, confidence: float, matches) -> Detection:

@@ -90,7 +90,8 @@ def _words(*groups) -> frozenset[str]:
 _RIGHT = " ".join(cues.typo_words("right", "correct"))
 _SHOULD = " ".join(cues.typo_words("should"))
 _STYLE_NOUNS = (
-    "answers answer replies reply responses explanations examples hints code sentences text lines words"
+    "answers answer replies reply responses explanations explanation examples hints code sentences text lines"
+    " words language terms english"
 )
 _STYLE = (
     _STYLE_NOUNS
@@ -109,7 +110,7 @@ _ALONE = _words(
     cues.typo_words("wrong", "incorrect", "actually", "prefer"),
     {p + end for p in cues.typo_words("prefer") for end in ("s", "red", "ed")},
     "mistaken false outdated anymore according documented correction nope nah nahh nahhh nop naw noo nooo"
-    " noooo"
+    " noooo mixing mixed backwards nonsense disagree doubt"
     " always never concise briefer clearer",
 )
 _PAIRS = _pairs(
@@ -121,6 +122,8 @@ _PAIRS = _pairs(
     ("old", "info"),
     ("no", "longer more full complete whole solutions"),
     ("not hmm hmmm", "really no"),
+    ("think not", "so"),
+    ("makes make", "no sense"),
     # assertion
     (_SHOULD, "be b"),
     ("in", "fact future english chinese mandarin bullet bullets order short"),
@@ -170,25 +173,12 @@ _PAIRS = _pairs(
     ("start begin", "with by"),
 )
 # Pairs of kinds that need two words anywhere in the sentence, not side by side.
+_STYLE_ADJECTIVES = (
+    "short shorter brief briefer concise simple simpler fewer smaller clearer plain plainer easier"
+)
 _TOGETHER = (
     (frozenset({"first", "before"}), cues.PROCESS_VERBS),  # "check the error log first"
-    (
-        frozenset(
-            {
-                "short",
-                "shorter",
-                "brief",
-                "briefer",
-                "concise",
-                "simple",
-                "simpler",
-                "fewer",
-                "smaller",
-                "clearer",
-            }
-        ),
-        frozenset(_STYLE_NOUNS.split()),
-    ),
+    (frozenset(_STYLE_ADJECTIVES.split()), frozenset(_STYLE_NOUNS.split())),  # "simpler words pls"
     (frozenset({"per", "based"}), cues.SOURCE_NOUNS),  # "per the pro git book"
 )
 # Chinese cues, by kind: the pairs and characters each needs, and its pattern.
@@ -196,7 +186,9 @@ _CJK_KINDS = (
     (
         cues.NEGATION,
         "不对 不队 太对 有误 准确 正确 不是 不行 不好 过时 过期 改了"
-        " 搞错 弄错 说错 写错 算错 记错 看错 想错 讲错 答错 猜错",
+        " 搞错 弄错 说错 写错 算错 记错 看错 想错 讲错 答错 猜错"
+        " 说反 搞反 弄反 写反 讲反 记反 反了 搞混 弄混 混淆"
+        " 道理 说不 讲不 合理 有问 没用 同意 这么 这样 觉得",
         "错",
     ),
     (cues.CORRECTION_WORDS, "更正 纠正", ""),
@@ -274,6 +266,11 @@ def _latin_cue(tokens: list[str], words: set[str]) -> bool:
     for first, second in _TOGETHER:
         if not first.isdisjoint(words) and not second.isdisjoint(words):
             return True
+    if ("before" in words or "after" in words) and any(
+        left in ("before", "after") and right.endswith("ing")
+        for left, right in zip(tokens, tokens[1:], strict=False)
+    ):
+        return True  # "before guessing"
     # "in the syllabus", "from the official docs"
     return ("from" in words or "in" in words) and any(
         left in ("the", "official") and right in cues.SOURCE_NOUNS
