@@ -6,7 +6,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 HOST ?= 127.0.0.1:8000
 
-.PHONY: run test install install-dev lint clean fuzz bench
+.PHONY: run test install install-dev lint clean fuzz bench eval
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -42,6 +42,11 @@ BENCH_ARGS ?= --http
 bench: install
 	DEBUG=1 $(PY) manage.py migrate --noinput
 	DEBUG=1 $(PY) manage.py bench_context $(BENCH_ARGS)
+
+# The project's evaluations (SPEC §14): one line per evaluation, each a command that prints its
+# table and exits non-zero below its goals. EVAL_ARGS goes to eval_corrections (e.g. --model).
+eval: install
+	$(PY) manage.py eval_corrections $(EVAL_ARGS)
 
 clean:
 	rm -rf $(VENV) .venv-fuzz cache db.sqlite3* test_db*.sqlite3* *.egg-info
