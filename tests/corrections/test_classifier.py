@@ -220,3 +220,76 @@ def test_a_message_the_rules_pass_over_is_never_sent_to_the_classifier(student, 
 
     assert len(fake_llm.requests) == 1
     assert not ModelCall.objects.filter(purpose="classification").exists()
+
+
+# --- the wider gate (issue 36) -----------------------------------------------------------
+
+INDENT = "Use 4 spaces for indentation in this repository."
+THOUGH = "hmm our team config uses tabs though"  # no cue of the rules; a contrast word
+
+
+@pytest.mark.django_db
+def test_with_the_classifier_on_a_contrast_the_rules_pass_over_goes_to_the_model(
+    student, chat_for, fake_llm, settings
+):
+    settings.CORRECTIONS_LLM_CLASSIFIER = True
+    assert detect(THOUGH, assistant=INDENT) is None
+    chat = chat_for(student)
+    chat.send("?", reply=INDENT)
+    chat.send(THOUGH, then=[answer("factual", 0.72, "The team's config uses tabs")])
+
+    sent = fake_llm.requests[-1]
+    assert sent["messages"][0]["content"] == CLASSIFIER_RULES
+    user = sent["messages"][1]["content"]
+    assert f"<<<BEGIN STUDENT_MESSAGE>>>\n{THOUGH}\n<<<END STUDENT_MESSAGE>>>" in user
+    assert f"<<<BEGIN TUTOR_PREVIOUS_MESSAGE>>>\n{INDENT}\n<<<END TUTOR_PREVIOUS_MESSAGE>>>" in user
+    assert '"type": "none"' in user  # the rules found nothing
+    correction = Correction.objects.get()
+    assert (correction.classifier, correction.type, correction.confidence) == ("model", "factual", 0.72)
+    assert (correction.corrected_statement, correction.tiers) == ("The team's config uses tabs", ["user"])
+    assert MemoryItem.objects.get().content == "The team's config uses tabs"
+
+
+@pytest.mark.django_db
+def test_the_classifier_off_reads_the_same_message_as_no_correction(student, chat_for, fake_llm):
+    chat = chat_for(student)
+    chat.send("?", reply=INDENT)
+    chat.send(THOUGH)
+
+    assert not Correction.objects.exists()
+    assert not ModelCall.objects.filter(purpose="classification").exists()
+
+
+@pytest.mark.django_db
+def test_the_wider_gate_sends_no_answer_to_a_tutors_question(student, chat_for, fake_llm, settings):
+    settings.CORRECTIONS_LLM_CLASSIFIER = True
+    chat = chat_for(student)
+    chat.send("?", reply="Which indentation does your team use?")
+    chat.send("not spaces, we use tabs")
+
+    assert not ModelCall.objects.filter(purpose="classification").exists()
+    assert not Correction.objects.exists()
+
+
+@pytest.mark.django_db
+def test_a_failed_model_reading_of_a_message_the_rules_passed_over_records_nothing(
+    student, chat_for, settings
+):
+    settings.CORRECTIONS_LLM_CLASSIFIER = True
+    settings.TUTOR_LLM_RETRIES = 0
+    chat = chat_for(student)
+    chat.send("?", reply=INDENT)
+    chat.send(THOUGH, then=[httpx.Response(500)])
+
+    assert ModelCall.objects.filter(purpose="classification").count() == 1
+    assert not Correction.objects.exists() and not MemoryItem.objects.exists()
+
+
+@pytest.mark.django_db
+def test_a_model_reading_of_its_own_needs_a_statement(student, chat_for, settings):
+    settings.CORRECTIONS_LLM_CLASSIFIER = True
+    chat = chat_for(student)
+    chat.send("?", reply=INDENT)
+    chat.send(THOUGH, then=[answer("factual", 0.9, "")])
+
+    assert not Correction.objects.exists()

@@ -378,3 +378,30 @@ def test_the_sweep_reads_only_the_rows_that_may_still_be_sent(student, task, bro
     # The live ones were sent and their detections ran; the others still wait for an operator.
     assert list(PendingDetection.objects.values_list("sends", flat=True).distinct()) == [most]
     assert PendingDetection.objects.count() == given_up
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(("classifier", "published"), [(False, 0), (True, 1)])
+def test_the_model_classifier_widens_the_first_rule(
+    student, task, broker, fake_llm, settings, classifier, published, django_capture_on_commit_callbacks
+):
+    """With the model classifier on, a message with a word of contrast,
+    negation, preference or instruction and no cue of the rules is sent to
+    detection too (issue 36); off, it is not."""
+    from tests.factories import client_for
+
+    settings.CORRECTIONS_LLM_CLASSIFIER = classifier
+    broker.up()
+    fake_llm.default = '{"type": "none", "confidence": 0.9}'
+    client = client_for(student)
+    session = client.post("/api/tutor/sessions/", {"task": task.pk}, format="json").json()["id"]
+    with django_capture_on_commit_callbacks(execute=True):
+        response = client.post(
+            f"/api/tutor/sessions/{session}/messages/",
+            {"content": "ok but our linter is strict"},
+            format="json",
+        )
+
+    assert response.status_code == 201
+    assert len(broker.published) == published
+    assert not PendingDetection.objects.exists()  # no row, or the detection ran and took it
