@@ -88,7 +88,7 @@ class Cue:
 CUES_MAX = 64  # cues of one kind read in one message: enough for any sentence a person writes
 
 
-def _in_clauses(clauses, pattern: re.Pattern[str], clean: str):
+def in_clauses(clauses, pattern: re.Pattern[str], clean: str):
     starts = [c.start for c in clauses]
     found = 0
     for match in pattern.finditer(clean):
@@ -101,7 +101,7 @@ def _in_clauses(clauses, pattern: re.Pattern[str], clean: str):
 
 
 def in_statements(reading: Reading, pattern: re.Pattern[str]):
-    return _in_clauses(reading.statements, pattern, reading.clean)
+    return in_clauses(reading.statements, pattern, reading.clean)
 
 
 def agrees(clean: str) -> bool:
@@ -120,12 +120,6 @@ def narrates(reading: Reading, position: int) -> bool:
     return clause is not None and bool(_NARRATOR.match(reading.clean[clause.start : clause.end]))
 
 
-_REQUEST = re.compile(
-    r"^(?:(?:please|pls|plz) )?(?:can|could|would|will) (?:you|u)\b"
-    r"|能不能|可不可以|可以.{0,6}[点些]|能.{0,6}[点些]"
-)
-
-
 def preferences(reading: Reading) -> list:
     """Preference cues a reader takes as a wish about the tutor's answers."""
     clean, found = reading.clean, []
@@ -133,7 +127,7 @@ def preferences(reading: Reading) -> list:
         clause = reading.clause_at(match.start())
         if clause is None or not clean[clause.start : clause.end].strip(HIDDEN + " "):
             continue
-        if clause.question and not _REQUEST.search(clean[clause.start : clause.end]):
+        if clause.question and not clause.request:
             continue
         if (match.group("standing") or match.group("standing_zh")) and narrates(reading, match.start()):
             continue  # "we were told never to use var": what happened, not a wish
@@ -152,17 +146,33 @@ def confused(reading: Reading, position: int) -> bool:
     return cache[start]
 
 
-def person_at(reading: Reading, position: int) -> str | None:
-    """Whom the student last named in the sentence before ``position``."""
+_JOINS = re.compile(
+    r"(?<![a-z])(?:and|but|so|then|because|since|while)(?![a-z])|但是|而且|然后|所以|因为|不过|可是|结果"
+)
+
+
+def person_at(reading: Reading, position: int, *, claim: bool = False) -> str | None:
+    """Whom the student last named in the sentence before ``position``.
+    ``claim``: the cue opens a claim of its own ("i checked the course page
+    and actually the deadline is …"), which the student's own words before
+    it govern only inside its clause, up to a joining word."""
     marks = reading.__dict__.get("_persons")
     if marks is None:
         marks = reading.__dict__["_persons"] = cues.person_marks(reading.clean)
         reading.__dict__["_person_starts"] = [m[0] for m in marks]
     starts = reading.__dict__["_person_starts"]
     i = bisect_left(starts, position) - 1
-    if i >= 0 and marks[i][0] >= reading.sentence_start(position):
-        return marks[i][1]
-    return None
+    if i < 0 or marks[i][0] < reading.sentence_start(position):
+        return None
+    at, kind = marks[i]
+    if claim and kind == cues.SELF:
+        clause = reading.clause_at(position)
+        start = clause.start if clause is not None else 0
+        for join in _JOINS.finditer(reading.clean, start, position):
+            start = join.end()
+        if at < start:
+            return None
+    return kind
 
 
 _YOU = re.compile(
@@ -171,10 +181,12 @@ _YOU = re.compile(
 _SELF_AFTER = re.compile(r" ?(?:i|i'?m|im|i'?ve|ive|we|my|我|我们)(?![a-z'])")
 
 
-def _about_the_tutor(reading: Reading, match: re.Match, *, default: str | None = None) -> bool:
+def _about_the_tutor(
+    reading: Reading, match: re.Match, *, default: str | None = None, claim: bool = False
+) -> bool:
     if _YOU.match(match.group()):
         return True
-    person = person_at(reading, match.start()) or default
+    person = person_at(reading, match.start(), claim=claim) or default
     return person in (None, cues.TUTOR)
 
 
@@ -252,7 +264,9 @@ def _weak_cues(reading: Reading, reference: Reference | None) -> list[Cue]:
     clean, found = reading.clean, []
     for pattern, kind in ((cues.ASSERTION, "assertion"), (cues.SOURCE, "source"), (cues.X_NOT_Y, "contrast")):
         for match in in_statements(reading, pattern):
-            if confused(reading, match.start()) or not _about_the_tutor(reading, match):
+            # An assertion or a source opens its own claim; "X, not Y" is about X's subject.
+            claim = kind != "contrast"
+            if confused(reading, match.start()) or not _about_the_tutor(reading, match, claim=claim):
                 continue
             if _SELF_AFTER.match(clean, match.end()):
                 continue  # "actually i haven't pushed yet": the student's own news

@@ -37,6 +37,7 @@ from corrections.addressing import (
     cites_a_source,
     confused,
     correction_cues,
+    in_clauses,
     in_statements,
     narrates,
     person_at,
@@ -130,7 +131,7 @@ def detect(text: str, *, assistant: str | None = None) -> Detection | None:
     )
     answers_a_question = reference is not None and reference.asks and not standing
     if not agreed and not answers_a_question:
-        process = [m for m in in_statements(reading, cues.PROCESS) if _orders_the_work(reading, m)]
+        process = [m for m in _in_wishes(reading, cues.PROCESS) if _orders_the_work(reading, m)]
         if process:
             return _whole_message(reading, PROCESS, PROCESS_CONFIDENCE, process)
     found = [] if agreed else correction_cues(reading, reference)
@@ -149,6 +150,13 @@ def detect(text: str, *, assistant: str | None = None) -> Detection | None:
     return _implicit(reading, reference)
 
 
+def _in_wishes(reading: Reading, pattern):
+    """Matches in the statements, and in questions that ask the tutor to do
+    something ("next time could you first tell me …?")."""
+    clauses = [c for c in reading.clauses if not c.question or c.request]
+    return in_clauses(clauses, pattern, reading.clean)
+
+
 def _orders_the_work(reading: Reading, match) -> bool:
     """A process cue of the student's instruction, not of their story ("i ran
     the tests first") or of a fact ("WHERE filters rows before grouping")."""
@@ -163,7 +171,7 @@ def _orders_the_work(reading: Reading, match) -> bool:
 def _whole_message(reading: Reading, kind: str, confidence: float, matches) -> Detection:
     """Preference and process corrections: the student's statement as
     written (its cue words are its meaning: "我希望回答简短一些")."""
-    statement = statement_text(reading)
+    statement = statement_text(reading, requests=True)
     cue_words = set()
     for match in matches:
         cue_words.update(topic_tokens(match.group()))
@@ -180,7 +188,9 @@ def _whole_message(reading: Reading, kind: str, confidence: float, matches) -> D
 def _factual(reading: Reading, found: list[Cue], reference: Reference | None) -> Detection | None:
     corrected = statement_text(reading, cuts_for(reading, [(c.start, c.end) for c in found if c.cut]))
     body = Analysed(corrected)
-    if not corrected or not has_content(body):
+    negations_only = all(c.kind == "negation" for c in found)
+    if not corrected or not has_content(body) or (negations_only and _only_the_students_own(corrected)):
+        # Nothing in the tutor's place: "nope that's not it, i already have await there".
         if any(c.kind == "negation" for c in found):
             return _negative(reference)
         return None
@@ -206,6 +216,13 @@ def _factual(reading: Reading, found: list[Cue], reference: Reference | None) ->
         corrected_statement=cut_text(statement, STATEMENT_MAX_CHARS),
         quantity=quantity,
     )
+
+
+def _only_the_students_own(statement: str) -> bool:
+    """Every clause with words of the statement tells of the student."""
+    said = Reading(statement)
+    clauses = [c for c in said.statements if has_content(said.doc, said.span(c.start, c.end))]
+    return bool(clauses) and all(narrates(said, c.start) for c in clauses)
 
 
 def _topic(doc: Analysed) -> list[str]:

@@ -148,12 +148,20 @@ _ZH_TELLS_OF = re.compile(r"解释|说明|知道|明白|懂|告诉|问|看看|�
 _TAG_QUESTION = re.compile(r"^(?:right|correct|yeah|no|isn'?t it|is it|huh|or not|对吧|是吧|对不对|是不是)$")
 
 
+# A wish in the form of a question: "can you stop using emojis", "回答能不能短一点".
+REQUEST = re.compile(
+    r"^(?:(?:please|pls|plz|so|and|also|next time|from now on) )*(?:can|could|would|will) (?:you|u)\b"
+    r"|能不能|可不可以|可以.{0,6}[点些]|能.{0,6}[点些]"
+)
+
+
 @dataclass(frozen=True)
 class Clause:
     start: int  # in ``clean``
     end: int
     sentence: int  # index of its sentence
     question: bool
+    request: bool = False  # a question that asks the tutor to do something
 
 
 class Reading:
@@ -218,7 +226,9 @@ class Reading:
             last = self.clean[parts[-1][0] : parts[-1][1]].strip(" .!。！") if parts else ""
             whole = whole or (len(parts) > 1 and bool(_TAG_QUESTION.match(last)))
             for a, b in parts:
-                found.append(Clause(a, b, index, whole or _is_question(self.clean[a:b])))
+                question = whole or _is_question(self.clean[a:b])
+                request = question and bool(REQUEST.search(self.clean[a:b]) or REQUEST.search(text))
+                found.append(Clause(a, b, index, question, request))
         return found
 
     def text(self, start: int, end: int) -> str:

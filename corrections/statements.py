@@ -68,6 +68,9 @@ _VOCATIVE = re.compile(
 _OPERATOR = re.compile(r"[=!<>]=+|=>|(?<![\w<>=-])[<>](?![\w<>=])|\w+\(\)")
 
 
+_AFTER_CUE = re.compile(r" ?(?:tho|though|lol|haha|bro|dude|man|sorry|啊|哦|哈哈)(?![a-z])")
+
+
 def has_content(doc: Analysed, span: Span | None = None) -> bool:
     """Words that state something: a content word that is no filler, a
     quantity or an operator ("=== not =="); "still failing with the same
@@ -102,7 +105,9 @@ def cuts_for(reading: Reading, cues: list[tuple[int, int]]) -> list[tuple[int, i
             continue
         lead = reading.text(clause.start, start)
         begin = clause.start if lead.strip() and _VOCATIVE.match(lead.strip()) else start
-        span = reading.span(begin, end)
+        # A particle after the cue goes with it ("thats not right tho, …").
+        tail = _AFTER_CUE.match(reading.clean, end, clause.end)
+        span = reading.span(begin, tail.end() if tail else end)
         cuts.append((span.start, span.end, ""))
     for index in sorted(whole):
         clause = clauses[index]
@@ -150,12 +155,13 @@ def _outside(start: int, end: int, inside: list[tuple[int, int]]):
         yield position, end
 
 
-def statement_text(reading: Reading, cuts: list[tuple[int, int, str]] = ()) -> str:
+def statement_text(reading: Reading, cuts: list[tuple[int, int, str]] = (), *, requests: bool = False) -> str:
     """The student's statement clauses as written, ``cuts`` applied, runs of
-    clauses apart by a question or hidden text joined by one space."""
+    clauses apart by a question or hidden text joined by one space.
+    ``requests``: a wish asked as a question is part of it ("能不能下次先告诉我哪里错了")."""
     original = reading.doc.original
     parts = []
-    for a, b in _runs(reading):
+    for a, b in _runs(reading, requests):
         span = reading.span(a, b)
         position, text = span.start, []
         for start, end, replacement in cuts:
@@ -169,14 +175,18 @@ def statement_text(reading: Reading, cuts: list[tuple[int, int, str]] = ()) -> s
     return clean_statement(" ".join(p for p in parts if p.strip()))
 
 
-def _runs(reading: Reading) -> list[tuple[int, int]]:
+def _runs(reading: Reading, requests: bool = False) -> list[tuple[int, int]]:
     """Consecutive clauses that are no question (quoted or code parts among
     them stay: "typeof null is \"object\""), in clean offsets."""
     runs: list[list[int]] = []
     previous = None
+
+    def kept(clause) -> bool:
+        return not clause.question or (requests and clause.request)
+
     for clause in reading.clauses:
-        if not clause.question:
-            if previous is not None and not previous.question and runs:
+        if kept(clause):
+            if previous is not None and kept(previous) and runs:
                 runs[-1][1] = clause.end
             else:
                 runs.append([clause.start, clause.end])

@@ -105,6 +105,37 @@ CORRECTIONS = {
         None,
     ),
     "process zh": ("直接改这一行就行。", "先看报错日志 然后再改代码", "process", 0.8, None),
+    # The student's own words before a claim of its own do not make it theirs.
+    "claim after the student's check": (
+        "The project deadline is December 10.",
+        "i looked at the course page and actually the deadline is december 14",
+        "factual",
+        0.9,
+        "I looked at the course page and the deadline is december 14",  # the sentence, its cue cut
+    ),
+    # A process step asked as a question is still an instruction.
+    "asked process": (
+        "Here is the corrected code.",
+        "next time could you first tell me what was wrong before giving the fixed code?",
+        "process",
+        0.8,
+        None,
+    ),
+    # A negation whose rest tells of the student states no fact.
+    "negation and the student's news": (
+        "The issue is a missing await.",
+        "nope that's not it, i already have await there",
+        "negative",
+        0.3,
+        "",
+    ),
+    "negation and the student's news zh": (
+        "问题是少了 await。",
+        "不是这个原因 我已经加了await",
+        "negative",
+        0.3,
+        "",
+    ),
     # The cue is cut cleanly, with a form of address before it.
     "address before the cue": (
         "期末考试在第15周。",
