@@ -19,7 +19,7 @@ import re
 
 from corrections.vocabulary import DIRECTIVE_PHRASES
 
-_EXCLUDED_TYPOS = frozenset({"refer", "rater", "mistake", "ight", "sould", "rigt"})
+_EXCLUDED_TYPOS = frozenset({"refer", "rater", "mistake", "ight"})
 
 
 def _typos(word: str) -> str:
@@ -72,8 +72,8 @@ def _either(latin: str, cjk: str) -> re.Pattern[str]:
 TUTOR = "tutor"
 SELF = "self"
 OTHER = "other"
-# The nearest person named before a cue says whom it is about (the cue's own
-# words count: "you're wrong"). A hedge ("i think") names no one.
+# The nearest person named before a cue says whom it is about
+# (``corrections.addressing``). A hedge ("i think") names no one.
 _HEDGES = re.compile(
     _words(
         r"(?<![a-z])(?:i (?:think|believe|guess|feel|reckon|suppose)|i'm (?:pretty |fairly |quite )?sure"
@@ -85,12 +85,10 @@ PERSONS = re.compile(
     r"(?<![a-z0-9_'])(?P<tutor>you|your|you'?re|youre|ur|u|yours|yourself)(?![a-z0-9_'])"
     r"|(?<![a-z0-9_'])(?P<self>i|me|my|mine|myself|we|us|our|ours|i'?m|im|i'?ve|ive|i'?d)(?![a-z0-9_'])"
     r"|(?<![a-z0-9_'])(?P<other>he|she|him|her|his|hers|he'?s|she'?s|friends?|classmates?|teammates?"
-    r"|partners?"
-    r"|roommates?|guy|girl|ta|tas|teacher|prof|professor|lecturer|instructor|someone|somebody"
+    r"|partners?|roommates?|guy|girl|ta|tas|teacher|prof|professor|lecturer|instructor|someone|somebody"
     # "sara's answer", not "beijing's rainfall".
-    r"|[a-z]+'s(?= (?:answer|code|test|tests|solution|version|pr|commit|report|approach|idea|formula|function"
-    r"|work"
-    r"|homework|assignment|notes|program|script|output|result)))(?![a-z0-9_'])"
+    r"|[a-z]+'s(?= (?:answer|code|test|tests|solution|version|pr|commit|report|approach|idea|formula"
+    r"|function|work|homework|assignment|notes|program|script|output|result)))(?![a-z0-9_'])"
     r"|(?P<tutor_zh>你|您)|(?P<self_zh>我|咱|俺)"
     r"|(?P<other_zh>他|她|同学|室友|队友|组员|搭档|朋友|同桌|助教|别人|人家|那个人|这个人|那人|学长|学姐|师兄|师姐)"
 )
@@ -109,12 +107,6 @@ def person_marks(text: str) -> list[tuple[int, str]]:
         kind = match.lastgroup.removesuffix("_zh")
         marks.append((match.start(), {"tutor": TUTOR, "self": SELF, "other": OTHER}[kind]))
     return marks
-
-
-def person_before(text: str, end: int, start: int = 0) -> str | None:
-    """Whom the words of ``text[start:end]`` last name: TUTOR, SELF, OTHER or None."""
-    marks = [kind for position, kind in person_marks(text[:end]) if position >= start]
-    return marks[-1] if marks else None
 
 
 # --- the message as a whole ------------------------------------------------------------
@@ -250,8 +242,8 @@ _NOT_BEFORE = (
 _NOT_AFTER = (
     r"sure|quite|really|very|too|so|that|this|what|how|working|work|right|correct|true|good|bad|fine|ok|okay"
     r"|yet|only|just|even|always|all|enough|much|many|a big deal|necessarily|exactly|necessary|possible|able"
-    r"|allowed|supposed|going|gonna|in|on|at|to|for|with|from|by|be|been|being|it|me|you|him|her|them|us"
-    r"|anymore"
+    r"|allowed|supposed|going|gonna|in|on|at|to|for|with|from|by|be|been|being|it|me|you|him|her|them"
+    r"|us|anymore"
 )
 X_NOT_Y = _either(
     rf"(?<![a-z0-9_'])(?P<x>(?!(?:{_NOT_BEFORE})\b)[\w.()=/$<>!-]+)(?:,| —| -|--)? not (?:a |an |the )?"
@@ -269,8 +261,8 @@ SOURCE = _either(
         rf"per (?:the )?(?:[\w.+-]+ ){{0,3}}(?:{_SOURCE_NOUNS})|according to"
         rf"|based on (?:the )?(?:[\w.+-]+ ){{0,3}}(?:{_SOURCE_NOUNS})"
         rf"|as (?:stated|said|written|explained|documented) in"
-        rf"|(?:the )?(?:[\w.+-]+ )?(?:{_SOURCE_NOUNS}) (?:says|say|said|states|state|mentions|lists|shows"
-        rf"|explains)"
+        rf"|(?:the )?(?:[\w.+-]+ )?(?:{_SOURCE_NOUNS})"
+        r" (?:says|say|said|states|state|mentions|lists|shows|explains)"
         rf"|(?:from|in) the (?:official )?(?:{_SOURCE_NOUNS})"
     )
     + r")(?![a-z0-9_'])"
@@ -291,19 +283,17 @@ DIRECTIVE = _either(
 # What a preference is about: how the tutor answers.
 _STYLE = (
     r"answers?|repl(?:y|ies)|responses?|explanations?|examples?|hints?|code|solutions?|bullet(?: points)?"
-    r"|lists?"
-    r"|steps?|step by step|emojis?|jargon|short|shorter|concise|brief|simple|simpler|details?|detailed|long"
-    r"|longer"
-    r"|theory|commands?|text|lines?|words|language|english|chinese|mandarin|format|markdown|tables?"
-    r"|semicolons"
-    r"|comments|style|whole (?:code|file|solution)|full (?:code|solution|answer)|it short|it brief|it simple"
+    r"|lists?|steps?|step by step|emojis?|jargon|short|shorter|concise|brief|simple|simpler|details?"
+    r"|detailed|long|longer|theory|commands?|text|lines?|words|language|english|chinese|mandarin|format"
+    r"|markdown|tables?|semicolons|comments|style|whole (?:code|file|solution)|full (?:code|solution|answer)"
+    r"|it short|it brief|it simple"
 )
 _STANDING = (
     r"from now on|going forward|next time|in (?:the )?future|from here on|always|never|no more|any ?more"
 )
 _DO = (
-    r"give|use|write|paste|show|send|explain|add|include|make|do|tell|put|answer|reply|respond|talk|speak|keep"
-    r"|start"
+    r"give|use|write|paste|show|send|explain|add|include|make|do|tell|put|answer|reply|respond|talk|speak"
+    r"|keep|start"
 )
 PREFERENCE = _either(
     r"(?<![a-z0-9_'])(?:"
@@ -355,9 +345,8 @@ PREFERENCE = _either(
 )
 # Ordering steps of the work (seed 002: 先写, 应该先, 流程应该是 …).
 _VERB = (
-    r"write|check|run|read|ask|explain|look|test|reproduce|show|start|open|review|go|lint|commit|push|verify"
-    r"|try"
-    r"|tell|give|suggest|confirm|compile|build|install|print|debug|do|fix|add|make|create|update|plan|outline"
+    r"write|check|run|read|ask|explain|look|test|reproduce|show|start|open|review|go|lint|commit|push"
+    r"|verify|try|tell|give|suggest|confirm|compile|build|install|print|debug|do|fix|add|make|create|update|plan|outline"
     r"|describe|summarize|list|think|refactor"
 )
 PROCESS = _either(
