@@ -7,13 +7,17 @@ class CorrectionsConfig(AppConfig):
 
     def ready(self):
         from corrections.course_snapshot import CORRECTIONS_SCOPE
+        from corrections.desk import QUEUES
         from corrections.memory_snapshot import MEMORY_SCOPE
         from corrections.providers import register_providers
         from corrections.receivers import connect_receivers
         from tutor.db.snapshots import register_request_scope
+        from tutor.desk.queues import register as register_queue
         from tutor.services import register_staff_view_models
 
         register_providers()
+        for queue in QUEUES:  # the staff desk and /metrics (tutor.desk)
+            register_queue(queue)
         connect_receivers()
         # Read with every tutor request's task (tutor.db.snapshots.version_subqueries).
         register_request_scope(CORRECTIONS_SCOPE, "course")

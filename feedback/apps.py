@@ -6,9 +6,13 @@ class FeedbackConfig(AppConfig):
     verbose_name = "Submissions and reviews"
 
     def ready(self):
+        from feedback.desk import QUEUES
         from feedback.providers import FeedbackSection
         from tutor.context.providers import register
+        from tutor.desk.queues import register as register_queue
         from tutor.services import register_staff_view_models
 
         register(FeedbackSection())
+        for queue in QUEUES:  # the staff desk and /metrics (tutor.desk)
+            register_queue(queue)
         register_staff_view_models("feedback", ["regraderequest", "criterionagreement"])

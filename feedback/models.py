@@ -140,6 +140,10 @@ class ReviewAttempt(models.Model):
     # so that SQLite adds the column in place: a rebuilt table would lose the
     # immutability trigger of migration 0002.
     model_failed = models.TextField(null=True, blank=True)
+    # The rubric ids NEED_REVIEW for a reason staff can settle
+    # (``feedback.results.criteria_awaiting_staff``), written with the result
+    # like ``model_failed``: the queue finds them whatever the overall says.
+    awaiting_staff = models.TextField(null=True, blank=True)
     forced = models.BooleanField(default=False)
     requested_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"

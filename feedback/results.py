@@ -108,6 +108,37 @@ def result_contract_error(result: Any, *, rubric_id_chars: int) -> str | None:
     return None
 
 
+# Why a NEED_REVIEW waits for a person (SPEC §8): nothing could judge it (no
+# automatic check, semantic review not configured: basis ``none``) or the
+# model could not decide. A NEED_REVIEW from the CI or a machine check asks
+# the student for evidence instead (run CI, send the file): not staff's.
+STAFF_SETTLED_BASES = (Basis.NONE, Basis.MODEL)
+
+
+def criteria_awaiting_staff(result: Any) -> list[str]:
+    """The rubric ids of ``result`` that wait for staff: acceptance or
+    learning criteria NEED_REVIEW on a basis of ``STAFF_SETTLED_BASES``,
+    whatever the other criteria say. The one rule behind the student's
+    "waiting for a teacher's review" and the admin queue (through
+    ``ReviewAttempt.awaiting_staff``, written from it)."""
+    if not isinstance(result, dict) or not isinstance(result.get("criteria"), list):
+        return []
+    return sorted(
+        c["rubric_id"]
+        for c in result["criteria"]
+        if isinstance(c, dict)
+        and isinstance(c.get("rubric_id"), str)
+        and c.get("status") == Verdict.NEED_REVIEW
+        and c.get("basis") in STAFF_SETTLED_BASES
+    )
+
+
+def awaiting_staff_marks(result: Any) -> str | None:
+    """``criteria_awaiting_staff`` as ``ReviewAttempt.awaiting_staff`` stores
+    it ('"A3" "L1"'), or None when no criterion waits."""
+    return " ".join(json.dumps(i) for i in criteria_awaiting_staff(result)) or None
+
+
 def model_failed_marks(result: Any) -> str | None:
     """The rubric ids the model judged FAIL in ``result``, JSON-encoded one by
     one ('"A3" "A5"'), or None: ``ReviewAttempt.model_failed``. A JSON string

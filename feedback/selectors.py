@@ -381,6 +381,9 @@ class Decision(models.TextChoices):
     """Why a review waits for staff (SPEC §8: feedback states of §3 that need a person)."""
 
     NEED_REVIEW = "need_review"  # completed, overall NEED_REVIEW
+    # completed, and a criterion NEED_REVIEW for a reason staff can settle
+    # whatever the overall (feedback.results.criteria_awaiting_staff)
+    AWAITING_STAFF = "awaiting_staff"
     INVALID = "invalid"
     UNAVAILABLE = "unavailable"
     STALE_RULES = "stale_rules"
@@ -413,6 +416,9 @@ DECISION_CONDITIONS = {
     Decision.NEED_REVIEW: lambda: (
         Q(status=AttemptStatus.COMPLETED, result__overall="NEED_REVIEW") & ~_stale()
     ),
+    Decision.AWAITING_STAFF: lambda: (
+        Q(status=AttemptStatus.COMPLETED, awaiting_staff__isnull=False) & ~_stale()
+    ),
     Decision.INVALID: lambda: Q(status=AttemptStatus.INVALID) & ~_stale(),
     Decision.UNAVAILABLE: lambda: Q(status=AttemptStatus.UNAVAILABLE) & ~_stale(),
     Decision.STALE_RULES: _stale,
@@ -432,8 +438,9 @@ def _model_fail_on_flagged() -> Q:
 def attempts_needing_decision(qs, decision: str | None = None):
     """The attempts of ``qs`` that need a staff decision (SPEC §8): the newest
     attempt of each student's latest submission, when that review is
-    NEED_REVIEW, ``invalid``, ``unavailable``, made under outdated rules, or
-    a model FAIL on a criterion flagged for low agreement.
+    NEED_REVIEW, has a criterion waiting for staff (whatever the overall),
+    is ``invalid``, ``unavailable``, made under outdated rules, or has a
+    model FAIL on a criterion flagged for low agreement.
     ``decision`` narrows to one reason. One statement, served by
     ``attempt_newest_idx`` and the unique index on ``previous``."""
     if decision is not None:

@@ -15,8 +15,10 @@ from django.urls import reverse
 from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import mark_safe
+from django.utils.translation import gettext_lazy as _
 
 from lessons import access
+from lessons.desk import harmful_queue
 from lessons.models import Lesson, LessonKind, LessonStatus, RecallTrace, RejectReason, SkillCandidate
 from lessons.selectors import similar_lessons
 from lessons.services.lifecycle import (
@@ -67,17 +69,20 @@ class QueueFilter(admin.SimpleListFilter):
     DEFAULT = "pending"
 
     HARMFUL_GLOBAL = "harmful_global"
+    HARMFUL = "harmful"  # the desk's card (lessons.desk.harmful_queue)
 
     def lookups(self, request, model_admin):
         found = [
-            ("pending", "Pending review"),
-            ("quarantined", "Quarantined"),
-            ("review_due", "Past review_by"),
-            ("injected", "Injected"),
-            ("all", "All"),
+            ("pending", _("Pending review")),
+            ("approved", _("Approved, not in use")),
+            (self.HARMFUL, _("Harmful (quarantined or held)")),
+            ("quarantined", _("Quarantined")),
+            ("review_due", _("Past review_by")),
+            ("injected", _("Injected")),
+            ("all", _("All")),
         ]
         if request.user.is_superuser:
-            found.insert(2, (self.HARMFUL_GLOBAL, "Harmful global lessons"))
+            found.insert(4, (self.HARMFUL_GLOBAL, _("Harmful global lessons")))
         return found
 
     def choices(self, changelist):
@@ -93,6 +98,9 @@ class QueueFilter(admin.SimpleListFilter):
         value = self.value() or self.DEFAULT
         if value == "all":
             return queryset
+        if value == self.HARMFUL:
+            scope = None if request.user.is_superuser else access.staff_course_ids(request.user)
+            return harmful_queue(queryset, course_ids=scope)
         if value == self.HARMFUL_GLOBAL:
             if not request.user.is_superuser:
                 return queryset.none()

@@ -9,16 +9,20 @@ class LessonsConfig(AppConfig):
         from django.db.models.signals import post_delete, post_save
 
         from feedback.signals import attempt_finished
+        from lessons.desk import QUEUES
         from lessons.library import LESSONS_SCOPE, OTHER_LESSONS_SCOPE
         from lessons.models import Lesson
         from lessons.providers import LessonsSection
         from lessons.receivers import capture_on_attempt_finished, lesson_saved_or_deleted
         from tutor.context.providers import register
         from tutor.db.snapshots import register_request_scope
+        from tutor.desk.queues import register as register_queue
         from tutor.services import register_staff_view_models
 
         # Takes the place of tutor's empty "lessons" slot.
         register(LessonsSection())
+        for queue in QUEUES:  # the staff desk and /metrics (tutor.desk)
+            register_queue(queue)
         # Read with every tutor request's task (tutor.db.snapshots.version_subqueries).
         register_request_scope(LESSONS_SCOPE, "course")
         register_request_scope(LESSONS_SCOPE, "global")

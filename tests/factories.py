@@ -13,7 +13,7 @@ from rest_framework.test import APIClient
 
 from feedback.evidence import normalize_evidence, snapshot_hash
 from feedback.models import AttemptStatus, ReviewAttempt, Submission
-from feedback.results import aggregate_overall, model_failed_marks
+from feedback.results import aggregate_overall, awaiting_staff_marks, model_failed_marks
 from feedback.services.sequences import next_seq
 from feedback.versions import current_versions
 from tutor.coursefile import course_import, validate_course
@@ -156,7 +156,11 @@ def make_attempt(
             submission=submission, attempt_seq=next_seq("attempt"), reused_from=reused_from, **stamp
         )
         # What a real terminal write stores with the result (worker.attempt_complete).
-        changes: dict = {"result": result, "model_failed": model_failed_marks(result)}
+        changes: dict = {
+            "result": result,
+            "model_failed": model_failed_marks(result),
+            "awaiting_staff": awaiting_staff_marks(result),
+        }
         if created_at is not None:
             changes["created_at"] = created_at
         if status != AttemptStatus.QUEUED:

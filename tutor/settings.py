@@ -33,7 +33,7 @@ if SECRET_KEY is None:
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]"] if DEBUG else [])
 
 INSTALLED_APPS = [
-    "django.contrib.admin",
+    "tutor.desk.apps.DeskAdminConfig",  # Django's admin, opening on the staff desk
     "django.contrib.auth",
     "django.contrib.contenttypes",
     "django.contrib.sessions",
@@ -68,6 +68,8 @@ MIDDLEWARE = [
     # trailing slash, never with a redirect (SPEC §7).
     "tutor.web.slashes.TrailingSlashMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
+    # Staff pages in the person's language (zh-hans or English): admin only.
+    "tutor.web.locale.AdminLocaleMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
@@ -372,6 +374,11 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
 ]
 LANGUAGE_CODE = "en-us"
+# The staff pages' languages (SPEC §8): chosen by the desk's switch (a cookie)
+# or the browser's Accept-Language; the student client has its own (i18n.js).
+LANGUAGES = [("en", "English"), ("zh-hans", "简体中文")]
+LOCALE_PATHS = [BASE_DIR / "tutor" / "locale"]
+ADMIN_URL_PREFIX = "/admin/"
 TIME_ZONE = "UTC"
 USE_I18N = True
 USE_TZ = True

@@ -1,5 +1,6 @@
 from django.contrib import admin
 from django.urls import include, path
+from django.views.i18n import set_language
 from rest_framework.routers import DefaultRouter
 
 from corrections import api as corrections_api
@@ -29,6 +30,8 @@ lessons_urls.register(router)
 
 urlpatterns = [
     path("admin/", admin.site.urls),
+    # The desk's language switch (a cookie the admin's locale middleware reads).
+    path("i18n/setlang/", set_language, name="set_language"),
     path("healthz", views.healthz, name="healthz"),
     path("api/schema/", schema_views.SchemaView.as_view(), name="schema"),
     path("api/docs/", schema_views.DocsView.as_view(url_name="schema"), name="docs"),

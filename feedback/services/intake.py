@@ -71,6 +71,7 @@ def attempt_create(
             status=AttemptStatus.COMPLETED,
             result=source.result,
             model_failed=source.model_failed,
+            awaiting_staff=source.awaiting_staff,
             reused_from=original,
             generation_attempts=0,
             finished_at=now,

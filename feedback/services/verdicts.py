@@ -10,7 +10,7 @@ from django.utils import timezone
 
 from feedback.agreement import MACHINE_BASES
 from feedback.models import AttemptKind, AttemptStatus, CriterionAgreement, ReviewAttempt, Submission
-from feedback.results import Basis, aggregate_overall
+from feedback.results import Basis, aggregate_overall, awaiting_staff_marks
 from feedback.services.dispatch import announce_on_commit
 from feedback.services.regrades import regrades_settle
 from feedback.services.sequences import next_seq
@@ -119,6 +119,7 @@ def staff_verdict_create(
             correlation_id=get_correlation_id(),
             status=AttemptStatus.COMPLETED,
             result=result,
+            awaiting_staff=awaiting_staff_marks(result),
             finished_at=timezone.now(),
             **{**versions.stamp(), "model": f"staff:{staff.get_username()}"[:200]},
         )

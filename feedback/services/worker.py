@@ -13,7 +13,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from feedback.models import AttemptStatus, ErrorCode, ReviewAttempt
-from feedback.results import model_failed_marks
+from feedback.results import awaiting_staff_marks, model_failed_marks
 from feedback.services.dispatch import announce_on_commit, attempt_dispatch
 
 log = logging.getLogger(__name__)
@@ -56,6 +56,7 @@ def attempt_complete(*, attempt_id, claim: uuid.UUID, result: dict, generation_a
         status=AttemptStatus.COMPLETED,
         result=result,
         model_failed=model_failed_marks(result),
+        awaiting_staff=awaiting_staff_marks(result),
         generation_attempts=generation_attempts,
     )
 

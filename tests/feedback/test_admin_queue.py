@@ -160,7 +160,13 @@ def test_staff_verdict_through_the_form_creates_an_attempt_and_an_audit_row(queu
     assert b"A3" in form.content
     response = staff_client.post(
         verdict_url(attempt),
-        {"status_A3": "PASS", "reason_A3": "Explains the empty-array case correctly", "next_step": ""},
+        {
+            "status_A3": "PASS",
+            "reason_A3": "Explains the empty-array case correctly",
+            "status_L1": "PASS",
+            "reason_L1": "Reflects on the empty array",
+            "next_step": "",
+        },
         HTTP_X_CORRELATION_ID="verdict-cid-1",
     )
 
@@ -181,7 +187,8 @@ def test_staff_verdict_through_the_form_creates_an_attempt_and_an_audit_row(queu
     assert event.correlation_id == "verdict-cid-1"
     assert event.course_id == attempt.submission.task.course_id
     assert event.target_id == str(created.pk)
-    # Settled: the student's latest review is no longer in the queue.
+    # Settled (both criteria that waited for staff): the student's latest
+    # review is no longer in the queue.
     assert attempt.pk not in listed(staff_client.get(ATTEMPTS))
     assert created.pk not in listed(staff_client.get(ATTEMPTS))
     messages = [str(m) for m in response.wsgi_request._messages]

@@ -8,6 +8,8 @@ class LtiConfig(AppConfig):
 
     def ready(self):
         from feedback.signals import attempt_finished
+        from tutor.desk.queues import register as register_queue
+        from tutor.lti.desk import QUEUES
         from tutor.lti.receivers import attempt_finished_received
         from tutor.services import register_staff_view_models
 
@@ -23,3 +25,5 @@ class LtiConfig(AppConfig):
 
         request_started.connect(after_response.request_started_received, dispatch_uid="lti-after-response")
         request_finished.connect(after_response.request_finished_received, dispatch_uid="lti-after-response")
+        for queue in QUEUES:  # the staff desk and /metrics (tutor.desk)
+            register_queue(queue)
