@@ -9,6 +9,7 @@ so a page costs the same few queries with 100k rows.
 
 from __future__ import annotations
 
+import json
 import uuid
 
 from django.contrib import admin, messages
@@ -16,15 +17,17 @@ from django.db.models import JSONField, OuterRef, Subquery
 from django.http import Http404, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
-from django.utils.html import format_html
+from django.utils.translation import gettext as _g
+from django.utils.translation import gettext_lazy as _
 
-from feedback.admin_display import basis_summary, criteria_table, evidence_summary, overall_of
+from feedback.admin_display import basis_summary, criteria_table, evidence_files, evidence_summary, overall_of
 from feedback.admin_forms import VerdictForm
-from feedback.models import AttemptStatus, ReviewAttempt, Submission
+from feedback.models import AttemptStatus, RegradeRequest, RegradeStatus, ReviewAttempt, Submission
 from feedback.selectors import Decision, attempts_needing_decision
 from feedback.services.intake import review_request
 from feedback.services.verdicts import staff_verdict_create
 from feedback.versions import current_versions
+from tutor.admin_rows import QueueRowsAdmin, RowAction
 from tutor.admin_scoping import (
     CappedCountPaginator,
     CourseScopedAdmin,
@@ -34,16 +37,25 @@ from tutor.admin_scoping import (
 )
 from tutor.kernel.errors import DomainError
 
+DECISION_LABELS = {
+    Decision.NEED_REVIEW: _("Overall NEED_REVIEW"),
+    Decision.AWAITING_STAFF: _("A criterion waits for staff"),
+    Decision.INVALID: _("Invalid"),
+    Decision.UNAVAILABLE: _("Unavailable"),
+    Decision.STALE_RULES: _("Outdated rules"),
+    Decision.LOW_AGREEMENT: _("Model FAIL, low agreement"),
+}
+
 
 class NeedsDecisionFilter(DefaultChoiceFilter):
-    title = "queue"
+    title = _("queue")
     parameter_name = "decision"
 
     def lookups(self, request, model_admin):
         return [
-            ("needs", "Needs a decision"),
-            *((d.value, d.label) for d in Decision),
-            ("all", "All"),
+            ("needs", _("Needs a decision")),
+            *((d.value, DECISION_LABELS.get(d, d.label)) for d in Decision),
+            ("all", _("All")),
         ]
 
     def queryset(self, request, queryset):
@@ -74,7 +86,9 @@ def _force_rereview(modeladmin, request, submissions) -> None:
         except DomainError as exc:
             refused.append(f"#{submission.submission_seq}: {exc.public_message()}")
     if done:
-        modeladmin.message_user(request, f"Queued a fresh review (cache bypassed) for {done} submission(s).")
+        modeladmin.message_user(
+            request, _g("Queued a fresh review (cache bypassed) for %(n)s submission(s).") % {"n": done}
+        )
     for line in refused:
         modeladmin.message_user(request, line, messages.ERROR)
 
@@ -105,16 +119,15 @@ class AttemptInline(admin.TabularInline):
 
 
 @admin.register(Submission)
-class SubmissionAdmin(CourseScopedAdmin, ReadOnlyAdmin):
+class SubmissionAdmin(QueueRowsAdmin, CourseScopedAdmin, ReadOnlyAdmin):
     course_path = "task__course_id"
     list_display = [
+        "act",
         "submission_seq",
         "student",
         "task",
-        "ci_source",
         "latest_status",
         "latest_overall",
-        "latest_basis",
         "created_at",
     ]
     list_filter = [
@@ -139,7 +152,7 @@ class SubmissionAdmin(CourseScopedAdmin, ReadOnlyAdmin):
         "snapshot_hash",
         "created_at",
         "evidence_overview",
-        "evidence",
+        "evidence_as_files",
     ]
     readonly_fields = fields
 
@@ -165,11 +178,15 @@ class SubmissionAdmin(CourseScopedAdmin, ReadOnlyAdmin):
     def latest_basis(self, submission):
         return basis_summary(submission.newest_result)
 
-    @admin.display(description="evidence")
+    @admin.display(description=_("evidence"))
     def evidence_overview(self, submission):
         return evidence_summary(submission.evidence)
 
-    @admin.action(description="Force a fresh review (bypasses the cache)", permissions=["decide"])
+    @admin.display(description=_("evidence as files"))
+    def evidence_as_files(self, submission):
+        return evidence_files(submission.evidence)
+
+    @admin.action(description=_("Force a fresh review (bypasses the cache)"), permissions=["decide"])
     def force_rereview(self, request, queryset):
         _force_rereview(
             self, request, queryset.select_related("task", "task__course", "task__current_rubric")
@@ -177,20 +194,10 @@ class SubmissionAdmin(CourseScopedAdmin, ReadOnlyAdmin):
 
 
 @admin.register(ReviewAttempt)
-class ReviewAttemptAdmin(CourseScopedAdmin, ReadOnlyAdmin):
+class ReviewAttemptAdmin(QueueRowsAdmin, CourseScopedAdmin, ReadOnlyAdmin):
     course_path = "submission__task__course_id"
-    list_display = [
-        "attempt_seq",
-        "student",
-        "task",
-        "status",
-        "overall",
-        "basis",
-        "kind",
-        "error_code",
-        "created_at",
-        "decide",
-    ]
+    # Fits 1366 px (SPEC §8): the buttons first, then who, what and why it waits.
+    list_display = ["act", "attempt_seq", "student", "task", "overall", "waiting_on", "created_at"]
     list_filter = [
         NeedsDecisionFilter,
         "status",
@@ -203,6 +210,7 @@ class ReviewAttemptAdmin(CourseScopedAdmin, ReadOnlyAdmin):
         "submission__student",
         "submission__task",
         "submission__task__course",
+        "submission__task__current_rubric",
     ]
     search_fields = ["submission__student__username"]
     show_full_result_count = False
@@ -256,14 +264,36 @@ class ReviewAttemptAdmin(CourseScopedAdmin, ReadOnlyAdmin):
     def criteria(self, attempt):
         return criteria_table(attempt.result)
 
-    @admin.display(description="")
-    def decide(self, attempt):
-        url = reverse("admin:feedback_reviewattempt_verdict", args=[attempt.pk])
-        return format_html('<a class="button" href="{}">Verdict…</a>', url)
+    @admin.display(description=_("waiting on"))
+    def waiting_on(self, attempt):
+        """Why a person is needed: the criteria that wait for staff, else the state."""
+        if attempt.awaiting_staff:
+            ids = ", ".join(json.loads(f"[{attempt.awaiting_staff.replace(' ', ',')}]"))
+            return _g("%(ids)s wait for staff") % {"ids": ids}
+        if attempt.status != AttemptStatus.COMPLETED:
+            return attempt.status
+        return basis_summary(attempt.result)
+
+    def get_row_actions(self, request):
+        return (
+            RowAction(
+                "verdict",
+                _("Verdict…"),
+                href=lambda attempt: reverse("admin:feedback_reviewattempt_verdict", args=[attempt.pk]),
+                primary=True,
+            ),
+            RowAction("rereview", _("Re-review"), run=self._rereview_one),
+        )
+
+    def _rereview_one(self, request, attempt, reason):
+        review_request(submission=attempt.submission, user=request.user, is_staff=True, force=True)
+        return _g("Queued a fresh review of submission #%(seq)s.") % {
+            "seq": attempt.submission.submission_seq
+        }
 
     # --- actions ----------------------------------------------------------------
 
-    @admin.action(description="Give a staff verdict (one review)", permissions=["decide"])
+    @admin.action(description=_("Give a staff verdict (one review)"), permissions=["decide"])
     def give_verdict(self, request, queryset):
         selected = list(queryset.values_list("pk", flat=True)[:2])
         if len(selected) != 1:
@@ -271,7 +301,7 @@ class ReviewAttemptAdmin(CourseScopedAdmin, ReadOnlyAdmin):
             return None
         return HttpResponseRedirect(reverse("admin:feedback_reviewattempt_verdict", args=[selected[0]]))
 
-    @admin.action(description="Force a fresh review (bypasses the cache)", permissions=["decide"])
+    @admin.action(description=_("Force a fresh review (bypasses the cache)"), permissions=["decide"])
     def force_rereview(self, request, queryset):
         ids = set(queryset.values_list("submission_id", flat=True))
         submissions = Submission.objects.filter(pk__in=ids).select_related(
@@ -282,6 +312,7 @@ class ReviewAttemptAdmin(CourseScopedAdmin, ReadOnlyAdmin):
     # --- the verdict form -----------------------------------------------------------
 
     def get_urls(self):
+        # Before the row actions' "<id>/<...>/" patterns.
         urls = [
             path(
                 "<path:object_id>/verdict/",
@@ -315,6 +346,7 @@ class ReviewAttemptAdmin(CourseScopedAdmin, ReadOnlyAdmin):
             .first()
         )
         current = {c["rubric_id"]: c for c in (base.result["criteria"] if base else [])}
+        regrade = _regrade_of(request, submission)
         form = VerdictForm(
             request.POST if request.method == "POST" else None,
             criteria=versions.rubric.criteria,
@@ -333,22 +365,62 @@ class ReviewAttemptAdmin(CourseScopedAdmin, ReadOnlyAdmin):
             else:
                 self.message_user(
                     request,
-                    f"Staff verdict recorded as attempt #{created.attempt_seq}: "
-                    f"overall {created.result['overall']}.",
+                    _g("Staff verdict recorded as attempt #%(seq)s: overall %(overall)s.")
+                    % {"seq": created.attempt_seq, "overall": created.result["overall"]},
                 )
-                return HttpResponseRedirect(reverse("admin:feedback_reviewattempt_changelist"))
+                if regrade is not None:
+                    return _back_to_regrades(self, request, regrade)
+                return HttpResponseRedirect(
+                    reverse("admin:feedback_reviewattempt_changelist") + "?decision=needs"
+                )
         context = {
             **self.admin_site.each_context(request),
             "opts": self.model._meta,
-            "title": f"Staff verdict on submission #{submission.submission_seq}",
+            "title": _g("Staff verdict on submission #%(seq)s") % {"seq": submission.submission_seq},
+            "regrade": regrade,
             "attempt": attempt,
             "submission": submission,
             "base": base,
             "form": form,
             "criteria_html": criteria_table(base.result if base else attempt.result),
             "evidence": evidence_summary(submission.evidence),
+            "evidence_html": evidence_files(submission.evidence),
         }
         return TemplateResponse(request, "admin/feedback/verdict.html", context)
+
+
+def _regrade_of(request, submission):
+    """The open regrade request the verdict form was opened from (``?regrade=``)."""
+    wanted = request.GET.get("regrade") or ""
+    if not _is_uuid(wanted):
+        return None
+    return RegradeRequest.objects.filter(pk=wanted, submission=submission).select_related("student").first()
+
+
+def _back_to_regrades(modeladmin, request, regrade):
+    """After a verdict opened from a regrade request: the regrade queue, with
+    what became of that request."""
+    regrade.refresh_from_db(fields=["status"])
+    names = {
+        "criterion": regrade.rubric_id,
+        "student": regrade.student.get_username(),
+        "when": f"{regrade.created_at:%Y-%m-%d %H:%M}",
+    }
+    if regrade.status == RegradeStatus.SETTLED:
+        modeladmin.message_user(
+            request, _g("Settled the regrade request on %(criterion)s by %(student)s (%(when)s).") % names
+        )
+    else:
+        modeladmin.message_user(
+            request,
+            _g(
+                "The regrade request on %(criterion)s by %(student)s (%(when)s) is still open: "
+                "the verdict did not set %(criterion)s."
+            )
+            % names,
+            messages.WARNING,
+        )
+    return HttpResponseRedirect(reverse("admin:feedback_regraderequest_changelist") + "?regrade=open")
 
 
 def _is_uuid(value: str) -> bool:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import Counter
 
 from django.utils.html import format_html, format_html_join
+from django.utils.translation import gettext as _
 
 from tutor.kernel.rubrics import Verdict
 
@@ -76,3 +77,65 @@ def evidence_summary(evidence) -> str:
     report = evidence.get("report") or ""
     ci_text = f"CI {ci.get('status')} (exit {ci.get('exit_code')})" if ci else "no CI result"
     return f"report {len(report)} chars; {len(files)} files{': ' + names if names else ''}; {ci_text}"
+
+
+def _size(text: str) -> str:
+    size = len(text.encode("utf-8"))
+    return _("%(bytes)s bytes, %(lines)s lines") % {
+        "bytes": size,
+        "lines": text.count("\n") + (1 if text else 0),
+    }
+
+
+def _file_block(name: str, text: str, *, css: str = ""):
+    """One text as a block: its name, its size, and its lines numbered."""
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    body = format_html_join("", "<li>{}</li>", ((line,) for line in lines)) if lines else ""
+    return format_html(
+        '<section class="evidence-file {}"><header><span class="path">{}</span>'
+        '<span class="size">{}</span></header><pre><ol>{}</ol></pre></section>',
+        css,
+        name,
+        _size(text),
+        body or format_html("<li><i>{}</i></li>", _("(empty)")),
+    )
+
+
+def redaction_counts(evidence) -> str:
+    """Per field, how many secrets were replaced before storage, when the
+    stored evidence carries the counts (``redactions``: {field: n})."""
+    counts = evidence.get("redactions") if isinstance(evidence, dict) else None
+    if not isinstance(counts, dict) or not counts:
+        return ""
+    text = ", ".join(f"{field} {n}" for field, n in sorted(counts.items()) if n)
+    return format_html('<p class="evidence-redactions">{} {}</p>', _("Redacted before storage:"), text or "0")
+
+
+def evidence_files(evidence):
+    """The evidence as files (SPEC §8): the report as text, each file a block
+    with line numbers and its size, the CI part as status, exit code and log
+    tail. Staff see all of it (SPEC §9: hidden checks hide from students)."""
+    if not isinstance(evidence, dict):
+        return "-"
+    ci = evidence.get("ci") if isinstance(evidence.get("ci"), dict) else None
+    files = evidence.get("files") if isinstance(evidence.get("files"), dict) else {}
+    if ci:
+        ci_html = format_html(
+            '<section class="evidence-ci"><dl><dt>{}</dt><dd>{}</dd><dt>{}</dt><dd>{}</dd></dl>{}</section>',
+            _("CI status"),
+            ci.get("status", "-"),
+            _("exit code"),
+            ci.get("exit_code", "-"),
+            _file_block(_("CI log tail"), str(ci.get("log_tail") or ""), css="ci-log"),
+        )
+    else:
+        ci_html = format_html('<p class="evidence-ci">{}</p>', _("No CI result."))
+    return format_html(
+        '<div class="evidence">{}{}{}{}</div>',
+        redaction_counts(evidence),
+        _file_block("REPORT", str(evidence.get("report") or ""), css="report"),
+        format_html_join("", "{}", ((_file_block(path, str(text)),) for path, text in sorted(files.items()))),
+        ci_html,
+    )

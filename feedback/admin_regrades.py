@@ -8,10 +8,13 @@ from django.contrib import admin, messages
 from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.utils.html import format_html
+from django.utils.translation import gettext as _g
+from django.utils.translation import gettext_lazy as _
 
 from feedback.admin_display import criteria_of
 from feedback.models import CriterionAgreement, RegradeRequest, RegradeStatus
 from feedback.services.regrades import REGRADE_RESPONSE_MAX_CHARS, regrade_decline
+from tutor.admin_rows import QueueRowsAdmin, RowAction
 from tutor.admin_scoping import (
     CappedCountPaginator,
     CourseScopedAdmin,
@@ -23,16 +26,23 @@ from tutor.kernel.errors import DomainError
 
 
 class RegradeStatusFilter(DefaultChoiceFilter):
-    title = "status"
+    title = _("status")
     parameter_name = "regrade"
     default = RegradeStatus.OPEN.value
 
     def lookups(self, request, model_admin):
-        return [*RegradeStatus.choices, ("all", "All")]
+        return [*RegradeStatus.choices, ("all", _("All"))]
 
     def queryset(self, request, queryset):
         value = self.value()
         return queryset if value == self.all_value else queryset.filter(status=value)
+
+
+def verdict_url(row) -> str:
+    """The verdict form of the request's review, showing the request and
+    returning to this queue (``feedback.admin``)."""
+    url = reverse("admin:feedback_reviewattempt_verdict", args=[row.attempt_id])
+    return f"{url}?regrade={row.pk}"
 
 
 class DeclineForm(forms.Form):
@@ -44,18 +54,10 @@ class DeclineForm(forms.Form):
 
 
 @admin.register(RegradeRequest)
-class RegradeRequestAdmin(CourseScopedAdmin, ReadOnlyAdmin):
+class RegradeRequestAdmin(QueueRowsAdmin, CourseScopedAdmin, ReadOnlyAdmin):
     course_path = "submission__task__course_id"
-    list_display = [
-        "created_at",
-        "student",
-        "task",
-        "rubric_id",
-        "review_says",
-        "reason_short",
-        "status",
-        "decide",
-    ]
+    # Fits 1366 px (SPEC §8): the buttons first, then who asked about what and why.
+    list_display = ["act", "rubric_id", "student", "task", "review_says", "reason_short", "created_at"]
     list_filter = [
         RegradeStatusFilter,
         ("submission__task__course", ScopedFilter),
@@ -95,12 +97,12 @@ class RegradeRequestAdmin(CourseScopedAdmin, ReadOnlyAdmin):
         task = row.submission.task
         return f"{task.course.slug}/{task.slug}"
 
-    @admin.display(description="review")
+    @admin.display(description=_("review"))
     def review_says(self, row):
         entry = self._entry(row)
         return f"{entry.get('status', '?')} ({entry.get('basis', '?')})"
 
-    @admin.display(description="student's reason")
+    @admin.display(description=_("student's reason"))
     def reason_short(self, row):
         return row.reason if len(row.reason) <= 80 else row.reason[:79] + "…"
 
@@ -116,14 +118,21 @@ class RegradeRequestAdmin(CourseScopedAdmin, ReadOnlyAdmin):
             entry.get("evidence", ""),
         )
 
-    @admin.display(description="")
-    def decide(self, row):
-        if row.status != RegradeStatus.OPEN:
-            return "-"
-        url = reverse("admin:feedback_reviewattempt_verdict", args=[row.attempt_id])
-        return format_html('<a class="button" href="{}">Verdict…</a>', url)
+    def get_row_actions(self, request):
+        is_open = lambda row: row.status == RegradeStatus.OPEN  # noqa: E731
+        return (
+            RowAction("verdict", _("Verdict…"), href=verdict_url, applies=is_open, primary=True),
+            RowAction("decline", _("Decline"), run=self._decline_one, reason="text", applies=is_open),
+        )
 
-    @admin.action(description="Decline the selected requests (with a reason)", permissions=["decide"])
+    def _decline_one(self, request, row, reason):
+        regrade_decline(request=row, staff=request.user, response=reason)
+        return _g("Declined the regrade request on %(criterion)s by %(student)s.") % {
+            "criterion": row.rubric_id,
+            "student": row.student.get_username(),
+        }
+
+    @admin.action(description=_("Decline the selected requests (with a reason)"), permissions=["decide"])
     def decline(self, request, queryset):
         open_requests = list(queryset.filter(status=RegradeStatus.OPEN).select_related("submission__task"))
         form = DeclineForm(request.POST if "apply" in request.POST else None)

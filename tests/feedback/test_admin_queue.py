@@ -131,13 +131,14 @@ def test_queue_lists_exactly_the_reviews_that_need_a_decision(queue, admin_clien
     assert submissions == {ReviewAttempt.objects.get(pk=pk).submission_id for pk in expected}
 
 
-def test_queue_shows_overall_and_basis_columns_not_raw_json(queue, admin_client):
+def test_queue_shows_overall_and_what_waits_not_raw_json(queue, admin_client):
     rows, _ = queue
 
     content = admin_client.get(ATTEMPTS).content.decode()
 
     assert "NEED_REVIEW" in content
-    assert "check 1 · ci 1 · none 2" in content  # who judged the NEED_REVIEW row
+    assert "A3, L1 wait for staff" in content  # the NEED_REVIEW row: what staff decide
+    assert "invalid" in content  # a review that ended invalid says so
     assert '"criteria"' not in content
 
 
