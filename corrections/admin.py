@@ -20,6 +20,8 @@ from django.db.models import Prefetch
 from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 from django.utils.timesince import timesince
+from django.utils.translation import gettext as _g
+from django.utils.translation import gettext_lazy as _
 
 from corrections.conf import setting
 from corrections.models import (
@@ -27,6 +29,7 @@ from corrections.models import (
     Correction,
     CorrectionCase,
     Fact,
+    FactStatus,
     FactSupporter,
     MemoryItem,
     PendingDetection,
@@ -36,8 +39,9 @@ from corrections.models import (
 )
 from corrections.services.cases import case_accept, case_claim, case_dispute, case_reject
 from corrections.services.dispatch import detections_send_again
-from corrections.services.facts import fact_set_pinned
+from corrections.services.facts import fact_reject, fact_set_pinned, fact_verify
 from tutor import access
+from tutor.admin_rows import QueueRowsAdmin, RowAction
 from tutor.admin_scoping import CappedCountPaginator, CourseScopedAdmin, ReadOnlyAdmin, ScopedFilter
 from tutor.kernel.errors import DomainError
 from tutor.models import AuditEvent
@@ -86,11 +90,11 @@ class DecisionForm(helpers.ActionForm):
 class NeedsDecisionFilter(admin.SimpleListFilter):
     """The queue opens on what needs a decision."""
 
-    title = "decision"
+    title = _("decision")
     parameter_name = "decision"
 
     def lookups(self, request, model_admin):
-        return [("needed", "Needs a decision"), ("decided", "Decided"), ("all", "All")]
+        return [("needed", _("Needs a decision")), ("decided", _("Decided")), ("all", _("All"))]
 
     def choices(self, changelist):
         value = self.value() or "needed"
@@ -154,19 +158,11 @@ class DecidingAdmin(CourseScopedAdmin):
 
 
 @admin.register(CorrectionCase)
-class CorrectionCaseAdmin(DecidingAdmin):
+class CorrectionCaseAdmin(QueueRowsAdmin, DecidingAdmin):
     paginator = CappedCountPaginator  # no full COUNT over a big table
     show_full_result_count = False
-    list_display = [
-        "topic_display",
-        "kind",
-        "course",
-        "status_display",
-        "active_fact_display",
-        "proposals_display",
-        "supporters_display",
-        "age",
-    ]
+    # Fits 1366 px (SPEC §8): the buttons first; the topic, what is active and what is proposed.
+    list_display = ["act", "topic_display", "active_fact_display", "proposals_display", "age"]
     list_filter = [NeedsDecisionFilter, "kind", "status", ("course", ScopedFilter)]
     list_select_related = ["course", "active_fact", "claimed_by", "decided_by"]
     search_fields = ["topic"]
@@ -200,9 +196,27 @@ class CorrectionCaseAdmin(DecidingAdmin):
         )
         return super().get_queryset(request).prefetch_related(Prefetch("proposals", queryset=proposals))
 
-    @admin.display(description="topic", ordering="topic")
+    def get_row_actions(self, request):
+        return (
+            RowAction(
+                "accept", _("Accept"), run=self._case(case_accept, _("Accepted")), reason="text", primary=True
+            ),
+            RowAction("reject", _("Reject"), run=self._case(case_reject, _("Rejected")), reason="text"),
+            RowAction("dispute", _("Dispute"), run=self._case(case_dispute, _("Disputed")), reason="text"),
+        )
+
+    @staticmethod
+    def _case(service, verb):
+        def run(request, case, reason):
+            service(case=case, staff=request.user, reason=reason)
+            return f"{verb}: {case.topic or _g('(no topic)')}"
+
+        return run
+
+    @admin.display(description=_("topic"), ordering="topic")
     def topic_display(self, case):
-        return case.topic or "(no topic)"
+        topic = case.topic or _g("(no topic)")
+        return f"{topic} · {case.kind} · {case.course}"
 
     @admin.display(description="status", ordering="status")
     def status_display(self, case):
@@ -211,12 +225,12 @@ class CorrectionCaseAdmin(DecidingAdmin):
             return f"claimed by {case.claimed_by.username} until {case.claimed_until:%Y-%m-%d %H:%M}"
         return status
 
-    @admin.display(description="active fact")
+    @admin.display(description=_("active fact"))
     def active_fact_display(self, case):
         fact = case.active_fact
         return f"{_short(fact.statement)} ({fact.status})" if fact else "–"
 
-    @admin.display(description="proposed statements (supporters: their words)")
+    @admin.display(description=_("proposed statements (supporters: their words)"))
     def proposals_display(self, case):
         items = []
         for proposal in case.proposals.all():
@@ -231,7 +245,7 @@ class CorrectionCaseAdmin(DecidingAdmin):
     def supporters_display(self, case):
         return sum(p.supporter_count for p in case.proposals.all())
 
-    @admin.display(description="age", ordering="created_at")
+    @admin.display(description=_("age"), ordering="created_at")
     def age(self, case):
         return timesince(case.created_at)
 
@@ -296,18 +310,10 @@ class CorrectionCaseAdmin(DecidingAdmin):
 
 
 @admin.register(Fact)
-class FactAdmin(DecidingAdmin):
+class FactAdmin(QueueRowsAdmin, DecidingAdmin):
     paginator = CappedCountPaginator  # no full COUNT over a big table
     show_full_result_count = False
-    list_display = [
-        "topic",
-        "statement_short",
-        "status",
-        "pinned",
-        "supporter_count",
-        "confirmed_at",
-        "valid_to",
-    ]
+    list_display = ["act", "topic", "statement_short", "status", "supporter_count", "confirmed_at"]
     list_filter = ["status", "pinned", ("course", ScopedFilter)]
     list_select_related = ["course"]
     search_fields = ["topic", "statement"]
@@ -336,7 +342,22 @@ class FactAdmin(DecidingAdmin):
     ]
     readonly_fields = fields
 
-    @admin.display(description="statement")
+    def get_row_actions(self, request):
+        proposed = lambda fact: fact.status == FactStatus.PROPOSED  # noqa: E731
+        return (
+            RowAction("verify", _("Verify"), run=self._verify, reason="text", applies=proposed, primary=True),
+            RowAction("reject", _("Reject"), run=self._reject, reason="text", applies=proposed),
+        )
+
+    def _verify(self, request, fact, reason):
+        fact_verify(fact=fact, staff=request.user, reason=reason)
+        return _g("Verified: %(fact)s") % {"fact": _short(fact.statement, 80)}
+
+    def _reject(self, request, fact, reason):
+        fact_reject(fact=fact, staff=request.user, reason=reason)
+        return _g("Rejected: %(fact)s") % {"fact": _short(fact.statement, 80)}
+
+    @admin.display(description=_("statement"))
     def statement_short(self, fact):
         return _short(fact.statement, 80)
 

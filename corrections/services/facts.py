@@ -148,3 +148,41 @@ def fact_set_pinned(*, fact: Fact, staff, pinned: bool, reason: str = "") -> Fac
         extra={"pinned": pinned},
     )
     return fact
+
+
+def _decide_proposed(*, fact: Fact, staff, reason: str, to_state: str, stamped: str) -> Fact:
+    """Move a proposed fact to ``to_state`` with ``stamped`` (a time field) set to now."""
+    if not access.is_course_staff(staff, fact.course_id):
+        raise PermissionRefused("only staff of this fact's course may decide it")
+    now = timezone.now()
+    moved = fact_transition(
+        fact=fact,
+        from_states=[FactStatus.PROPOSED],
+        to_state=to_state,
+        actor=staff,
+        reason=reason,
+        decided_by=staff,
+        decision_reason=reason,
+        **{stamped: now},
+    )
+    if not moved:
+        raise Conflict("this fact is no longer proposed; reload the queue")
+    return fact
+
+
+@transaction.atomic(durable=True)
+def fact_verify(*, fact: Fact, staff, reason: str) -> Fact:
+    """Course staff confirm a proposed fact (proposed → verified, SPEC §5, §8):
+    the tutor injects it from the next turn on. Audited as ``fact_changed``."""
+    return _decide_proposed(
+        fact=fact, staff=staff, reason=reason, to_state=FactStatus.VERIFIED, stamped="confirmed_at"
+    )
+
+
+@transaction.atomic(durable=True)
+def fact_reject(*, fact: Fact, staff, reason: str) -> Fact:
+    """Course staff turn a proposed fact down: it becomes history
+    (``superseded``, ``valid_to`` now) and is never injected."""
+    return _decide_proposed(
+        fact=fact, staff=staff, reason=reason, to_state=FactStatus.SUPERSEDED, stamped="valid_to"
+    )

@@ -157,6 +157,22 @@ def lesson_inject(*, lesson: Lesson, actor, review_by: date | None = None) -> Le
 
 
 @transaction.atomic(durable=True)
+def lesson_approve_and_use(*, lesson: Lesson, actor, reason: str = "") -> Lesson:
+    """pending → approved → injected in one decision (the desk's "approve and
+    use"): both transitions and both audit events, or neither. A person
+    approves, as ``lesson_approve`` demands; a draft past its review date is
+    refused whole (approve it, then inject it with a new date)."""
+    if actor is None:
+        raise PermissionRefused("a lesson is approved by a person, not by a command")
+    _move(lesson=lesson, actor=actor, name="approve", reason=reason)
+    if Lesson.objects.filter(pk=lesson.pk, review_by__lt=timezone.localdate()).exists():
+        raise IllegalTransition(
+            "the lesson is past its review date: approve it, then inject it with a new review_by"
+        )
+    return _move(lesson=lesson, actor=actor, name="inject", injected_at=timezone.now())
+
+
+@transaction.atomic(durable=True)
 def lesson_quarantine(*, lesson: Lesson, actor, reason: str = "") -> Lesson:
     """injected → quarantined: out of recall until staff inject or retire it."""
     return _move(lesson=lesson, actor=actor, name="quarantine", reason=redact_text(reason.strip()))

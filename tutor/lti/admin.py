@@ -9,10 +9,13 @@ from django.contrib import admin, messages
 from django.db import models
 from django.urls import reverse
 from django.utils.html import format_html
+from django.utils.translation import gettext as _g
+from django.utils.translation import gettext_lazy as _
 
+from tutor.admin_rows import QueueRowsAdmin, RowAction
 from tutor.admin_scoping import CappedCountPaginator, CourseScopedAdmin, ReadOnlyAdmin, ScopedFilter
 from tutor.audit import audit_record
-from tutor.kernel.errors import DomainError
+from tutor.kernel.errors import Conflict, DomainError
 from tutor.lti.models import (
     Context,
     Deployment,
@@ -270,11 +273,11 @@ class ScoreQueueFilter(admin.SimpleListFilter):
 
 
 @admin.register(ScorePost)
-class ScorePostAdmin(CourseScopedAdmin, ReadOnlyAdmin):
+class ScorePostAdmin(QueueRowsAdmin, CourseScopedAdmin, ReadOnlyAdmin):
     paginator = CappedCountPaginator  # no full COUNT over a big table
     course_path = "link__task__course_id"
     list_display = [
-        "created_at",
+        "act",
         "student",
         "task",
         "score",
@@ -283,12 +286,22 @@ class ScorePostAdmin(CourseScopedAdmin, ReadOnlyAdmin):
         "confirmed_by_refusal",
         "tries",
         "last_http_status",
+        "created_at",
     ]
     list_filter = [ScoreQueueFilter, "status", ("link__task__course", ScopedFilter)]
     list_select_related = ["identity__user", "link__task"]
     search_fields = ["identity__user__username", "identity__subject"]
     actions = ["requeue_failed"]
     show_full_result_count = False
+
+    def get_row_actions(self, request):
+        failed = lambda row: row.status == ScoreStatus.FAILED  # noqa: E731
+        return (RowAction("resend", _("Send again"), run=self._resend, applies=failed, primary=True),)
+
+    def _resend(self, request, row, reason):
+        if not score_requeue(score=row, actor=request.user):
+            raise Conflict(_g("this score is no longer failed"))
+        return _g("Queued again: %(score)s") % {"score": row}
 
     @admin.display(description="student", ordering="identity__user__username")
     def student(self, row):
