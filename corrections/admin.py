@@ -20,7 +20,7 @@ from django.db.models import Prefetch
 from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 from django.utils.timesince import timesince
-from django.utils.translation import gettext as _g
+from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
 from corrections.conf import setting
@@ -209,13 +209,13 @@ class CorrectionCaseAdmin(QueueRowsAdmin, DecidingAdmin):
     def _case(service, verb):
         def run(request, case, reason):
             service(case=case, staff=request.user, reason=reason)
-            return f"{verb}: {case.topic or _g('(no topic)')}"
+            return f"{verb}: {case.topic or gettext('(no topic)')}"
 
         return run
 
     @admin.display(description=_("topic"), ordering="topic")
     def topic_display(self, case):
-        topic = case.topic or _g("(no topic)")
+        topic = case.topic or gettext("(no topic)")
         return f"{topic} · {case.kind} · {case.course}"
 
     @admin.display(description="status", ordering="status")
@@ -351,11 +351,11 @@ class FactAdmin(QueueRowsAdmin, DecidingAdmin):
 
     def _verify(self, request, fact, reason):
         fact_verify(fact=fact, staff=request.user, reason=reason)
-        return _g("Verified: %(fact)s") % {"fact": _short(fact.statement, 80)}
+        return gettext("Verified: %(fact)s") % {"fact": _short(fact.statement, 80)}
 
     def _reject(self, request, fact, reason):
         fact_reject(fact=fact, staff=request.user, reason=reason)
-        return _g("Rejected: %(fact)s") % {"fact": _short(fact.statement, 80)}
+        return gettext("Rejected: %(fact)s") % {"fact": _short(fact.statement, 80)}
 
     @admin.display(description=_("statement"))
     def statement_short(self, fact):

@@ -17,7 +17,7 @@ from django.db.models import JSONField, OuterRef, Subquery
 from django.http import Http404, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
-from django.utils.translation import gettext as _g
+from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
 from feedback.admin_display import basis_summary, criteria_table, evidence_files, evidence_summary, overall_of
@@ -87,7 +87,7 @@ def _force_rereview(modeladmin, request, submissions) -> None:
             refused.append(f"#{submission.submission_seq}: {exc.public_message()}")
     if done:
         modeladmin.message_user(
-            request, _g("Queued a fresh review (cache bypassed) for %(n)s submission(s).") % {"n": done}
+            request, gettext("Queued a fresh review (cache bypassed) for %(n)s submission(s).") % {"n": done}
         )
     for line in refused:
         modeladmin.message_user(request, line, messages.ERROR)
@@ -269,7 +269,7 @@ class ReviewAttemptAdmin(QueueRowsAdmin, CourseScopedAdmin, ReadOnlyAdmin):
         """Why a person is needed: the criteria that wait for staff, else the state."""
         if attempt.awaiting_staff:
             ids = ", ".join(json.loads(f"[{attempt.awaiting_staff.replace(' ', ',')}]"))
-            return _g("%(ids)s wait for staff") % {"ids": ids}
+            return gettext("%(ids)s wait for staff") % {"ids": ids}
         if attempt.status != AttemptStatus.COMPLETED:
             return attempt.status
         return basis_summary(attempt.result)
@@ -287,7 +287,7 @@ class ReviewAttemptAdmin(QueueRowsAdmin, CourseScopedAdmin, ReadOnlyAdmin):
 
     def _rereview_one(self, request, attempt, reason):
         review_request(submission=attempt.submission, user=request.user, is_staff=True, force=True)
-        return _g("Queued a fresh review of submission #%(seq)s.") % {
+        return gettext("Queued a fresh review of submission #%(seq)s.") % {
             "seq": attempt.submission.submission_seq
         }
 
@@ -365,7 +365,7 @@ class ReviewAttemptAdmin(QueueRowsAdmin, CourseScopedAdmin, ReadOnlyAdmin):
             else:
                 self.message_user(
                     request,
-                    _g("Staff verdict recorded as attempt #%(seq)s: overall %(overall)s.")
+                    gettext("Staff verdict recorded as attempt #%(seq)s: overall %(overall)s.")
                     % {"seq": created.attempt_seq, "overall": created.result["overall"]},
                 )
                 if regrade is not None:
@@ -376,7 +376,7 @@ class ReviewAttemptAdmin(QueueRowsAdmin, CourseScopedAdmin, ReadOnlyAdmin):
         context = {
             **self.admin_site.each_context(request),
             "opts": self.model._meta,
-            "title": _g("Staff verdict on submission #%(seq)s") % {"seq": submission.submission_seq},
+            "title": gettext("Staff verdict on submission #%(seq)s") % {"seq": submission.submission_seq},
             "regrade": regrade,
             "attempt": attempt,
             "submission": submission,
@@ -408,12 +408,13 @@ def _back_to_regrades(modeladmin, request, regrade):
     }
     if regrade.status == RegradeStatus.SETTLED:
         modeladmin.message_user(
-            request, _g("Settled the regrade request on %(criterion)s by %(student)s (%(when)s).") % names
+            request,
+            gettext("Settled the regrade request on %(criterion)s by %(student)s (%(when)s).") % names,
         )
     else:
         modeladmin.message_user(
             request,
-            _g(
+            gettext(
                 "The regrade request on %(criterion)s by %(student)s (%(when)s) is still open: "
                 "the verdict did not set %(criterion)s."
             )

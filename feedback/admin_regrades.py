@@ -8,7 +8,7 @@ from django.contrib import admin, messages
 from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.utils.html import format_html
-from django.utils.translation import gettext as _g
+from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
 from feedback.admin_display import criteria_of
@@ -127,7 +127,7 @@ class RegradeRequestAdmin(QueueRowsAdmin, CourseScopedAdmin, ReadOnlyAdmin):
 
     def _decline_one(self, request, row, reason):
         regrade_decline(request=row, staff=request.user, response=reason)
-        return _g("Declined the regrade request on %(criterion)s by %(student)s.") % {
+        return gettext("Declined the regrade request on %(criterion)s by %(student)s.") % {
             "criterion": row.rubric_id,
             "student": row.student.get_username(),
         }

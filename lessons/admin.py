@@ -16,7 +16,7 @@ from django.urls import reverse
 from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import mark_safe
-from django.utils.translation import gettext as _g
+from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
 from lessons import access
@@ -277,31 +277,31 @@ class LessonAdmin(QueueRowsAdmin, admin.ModelAdmin):
 
     def _approve_and_use(self, request, lesson, reason):
         lesson_approve_and_use(lesson=lesson, actor=request.user)
-        return self._said(_g("Approved and in use"), lesson)
+        return self._said(gettext("Approved and in use"), lesson)
 
     def _approve(self, request, lesson, reason):
         lesson_approve(lesson=lesson, actor=request.user)
-        return self._said(_g("Approved"), lesson)
+        return self._said(gettext("Approved"), lesson)
 
     def _reject(self, request, lesson, reason):
         lesson_reject(lesson=lesson, actor=request.user, reason=reason)
-        return self._said(_g("Rejected (%(reason)s)") % {"reason": reason}, lesson)
+        return self._said(gettext("Rejected (%(reason)s)") % {"reason": reason}, lesson)
 
     def _use(self, request, lesson, reason):
         lesson_inject(lesson=lesson, actor=request.user)
-        return self._said(_g("In use"), lesson)
+        return self._said(gettext("In use"), lesson)
 
     def _retire(self, request, lesson, reason):
         lesson_retire(lesson=lesson, actor=request.user)
-        return self._said(_g("Retired"), lesson)
+        return self._said(gettext("Retired"), lesson)
 
     def _keep(self, request, lesson, reason):
         lesson_keep(lesson=lesson, actor=request.user)
-        return self._said(_g("Kept in use"), lesson)
+        return self._said(gettext("Kept in use"), lesson)
 
     def _quarantine(self, request, lesson, reason):
         lesson_quarantine(lesson=lesson, actor=request.user)
-        return self._said(_g("Quarantined"), lesson)
+        return self._said(gettext("Quarantined"), lesson)
 
     @admin.display(description=_("lesson"))
     def body_head(self, lesson: Lesson) -> str:
@@ -561,7 +561,7 @@ class SkillCandidateAdmin(QueueRowsAdmin, ReadOnlyAdmin):
     def _decide(accept: bool):
         def run(request, candidate, reason):
             skill_candidate_decide(candidate=candidate, actor=request.user, accept=accept)
-            verb = _g("Accepted") if accept else _g("Dismissed")
+            verb = gettext("Accepted") if accept else gettext("Dismissed")
             return f"{verb}: {candidate.lesson.title}"
 
         return run

@@ -9,7 +9,7 @@ from django.contrib import admin, messages
 from django.db import models
 from django.urls import reverse
 from django.utils.html import format_html
-from django.utils.translation import gettext as _g
+from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
 from tutor.admin_rows import QueueRowsAdmin, RowAction
@@ -300,8 +300,8 @@ class ScorePostAdmin(QueueRowsAdmin, CourseScopedAdmin, ReadOnlyAdmin):
 
     def _resend(self, request, row, reason):
         if not score_requeue(score=row, actor=request.user):
-            raise Conflict(_g("this score is no longer failed"))
-        return _g("Queued again: %(score)s") % {"score": row}
+            raise Conflict(gettext("this score is no longer failed"))
+        return gettext("Queued again: %(score)s") % {"score": row}
 
     @admin.display(description="student", ordering="identity__user__username")
     def student(self, row):

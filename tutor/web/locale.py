@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.middleware.locale import LocaleMiddleware
+from django.utils import translation
 
 
 class AdminLocaleMiddleware(LocaleMiddleware):
@@ -16,6 +17,11 @@ class AdminLocaleMiddleware(LocaleMiddleware):
     def process_request(self, request):
         if self._is_admin(request):
             super().process_request(request)
+        else:
+            # A thread's language outlives its request: an admin page in
+            # Chinese must not leave the next API answer in Chinese.
+            translation.activate(settings.LANGUAGE_CODE)
+            request.LANGUAGE_CODE = settings.LANGUAGE_CODE
 
     def process_response(self, request, response):
         if self._is_admin(request):
