@@ -103,6 +103,20 @@ class SubmissionCreateSerializer(serializers.Serializer):
     student = StrictCharField(required=False, max_length=150)
     evidence = EvidenceSerializer()
 
+    def validate_evidence(self, evidence):
+        """Evidence with nothing to review -- no report text, no file, no CI
+        result -- is refused (SPEC §7, turn 3): stored, it would replace the
+        student's latest review with one of nothing."""
+        if (
+            not (evidence.get("report") or "").strip()
+            and not evidence.get("files")
+            and not evidence.get("ci")
+        ):
+            raise serializers.ValidationError(
+                "the evidence is empty: send a report, at least one file or a CI result", code="empty"
+            )
+        return evidence
+
 
 # --- output shapes (SPEC §2, §7); they type the OpenAPI document -------------------
 

@@ -194,3 +194,50 @@ def test_a_host_outside_allowed_hosts_is_a_json_400(db, settings, caplog, debug,
     }
     assert "X-Correlation-ID" in response
     assert any(r.name == "django.security.DisallowedHost" for r in caplog.records)
+
+
+@pytest.mark.parametrize(
+    ("header", "says"),
+    [
+        ("Bearer 0123456789abcdef", 'uses the "Bearer" scheme'),
+        ("Basic dXNlcjpwYXNz", 'uses the "Basic" scheme'),
+        ("0123456789abcdef0123456789abcdef01234567", "uses a header without a scheme"),
+    ],
+    ids=["bearer", "basic", "bare-key"],
+)
+def test_a_wrong_authorization_scheme_is_told_the_expected_one(db, header, says):
+    response = APIClient().get("/api/courses/", HTTP_AUTHORIZATION=header)
+
+    assert response.status_code == 401
+    error = response.json()["errors"][0]
+    assert error["code"] == "not_authenticated"
+    assert says in error["detail"]
+    assert "send `Authorization: Token <key>`" in error["detail"]
+    assert "0123456789abcdef" not in error["detail"]  # a key is never echoed
+
+
+def test_no_authorization_header_keeps_the_plain_401(db):
+    response = APIClient().get("/api/courses/")
+
+    assert response.json()["errors"][0]["detail"] == "Authentication credentials were not provided."
+
+
+@pytest.mark.parametrize("content_type", ["text/plain", "application/x-www-form-urlencoded"])
+def test_a_body_that_is_not_json_is_told_to_send_application_json(student_client, task, content_type):
+    response = student_client.generic(
+        "POST", "/api/submissions/", json.dumps({"task": str(task.pk)}), content_type=content_type
+    )
+
+    assert response.status_code == 415
+    error = response.json()["errors"][0]
+    assert error["code"] == "unsupported_media_type"
+    expected = "send the body as JSON with `Content-Type: application/json`."
+    assert error["detail"] == f'Unsupported media type "{content_type}": {expected}'
+
+
+def test_the_schema_documents_what_to_send_instead(db):
+    schema = Client().get("/api/schema/", HTTP_ACCEPT="application/json").json()
+
+    responses = schema["paths"]["/api/submissions/"]["post"]["responses"]
+    assert "`Authorization: Token <key>`" in responses["401"]["description"]
+    assert "`Content-Type: application/json`" in responses["415"]["description"]

@@ -67,13 +67,16 @@ def test_the_detail_and_the_post_answer_show_the_evidence_and_the_summary(posted
 
 @pytest.mark.django_db
 def test_the_summary_of_missing_keys(student_client, task):
-    response = student_client.post("/api/submissions/", {"task": task.pk, "evidence": {}}, format="json")
+    evidence = {"report": "r"}
+    response = student_client.post(
+        "/api/submissions/", {"task": task.pk, "evidence": evidence}, format="json"
+    )
 
     assert response.json()["evidence_summary"] == {
-        "report_chars": 0,
+        "report_chars": 1,
         "file_count": 0,
         "files": [],
-        "total_bytes": len(b'{"report":"","files":{},"ci":null,"head_sha":"","repo_url":""}'),
+        "total_bytes": len(b'{"report":"r","files":{},"ci":null,"head_sha":"","repo_url":""}'),
         "ci_status": None,
         "ci_exit_code": None,
     }

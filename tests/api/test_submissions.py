@@ -155,16 +155,52 @@ def test_post_with_correlation_header_stamps_the_attempt(student_client, task):
 
 
 def test_post_without_evidence_keys_stores_empty_values(student_client, task):
-    response = student_client.post(URL, {"task": task.pk, "evidence": {}}, format="json")
+    response = student_client.post(URL, {"task": task.pk, "evidence": {"report": "r"}}, format="json")
 
     assert response.status_code == 201, response.content
     assert Submission.objects.get().evidence == {
-        "report": "",
+        "report": "r",
         "files": {},
         "ci": None,
         "head_sha": "",
         "repo_url": "",
     }
+
+
+@pytest.mark.parametrize(
+    "evidence",
+    [
+        {},
+        {"report": ""},
+        {"report": "  \n\t "},
+        {"report": None, "files": {}, "ci": None},
+        {"head_sha": "abc"},
+    ],
+    ids=["no-keys", "blank-report", "whitespace-report", "nulls", "provenance-only"],
+)
+def test_evidence_with_nothing_to_review_is_a_400_naming_the_field(student_client, task, evidence):
+    response = student_client.post(URL, {"task": task.pk, "evidence": evidence}, format="json")
+
+    assert response.status_code == 400, response.content
+    assert response.json()["errors"] == [
+        {
+            "code": "empty",
+            "detail": "the evidence is empty: send a report, at least one file or a CI result",
+            "attr": "evidence",
+        }
+    ]
+    assert not Submission.objects.exists()
+
+
+@pytest.mark.parametrize(
+    "evidence",
+    [{"files": {"a.js": ""}}, {"ci": {"status": "failed", "exit_code": 1}}, {"report": "done"}],
+    ids=["one-file", "ci-only", "report-only"],
+)
+def test_evidence_with_one_part_is_enough(student_client, task, evidence):
+    response = student_client.post(URL, {"task": task.pk, "evidence": evidence}, format="json")
+
+    assert response.status_code == 201, response.content
 
 
 def test_service_account_submits_for_a_student_with_ci_basis(
@@ -250,13 +286,13 @@ def test_task_without_a_rubric_is_400_on_task(student_client, task):
 
 
 def test_null_evidence_keys_mean_missing(student_client, task):
-    evidence = {"report": None, "files": None, "ci": None, "head_sha": None, "repo_url": None}
+    evidence = {"report": "r", "files": None, "ci": None, "head_sha": None, "repo_url": None}
 
     response = student_client.post(URL, {"task": task.pk, "evidence": evidence}, format="json")
 
     assert response.status_code == 201, response.content
     stored = Submission.objects.get().evidence
-    assert stored == {"report": "", "files": {}, "ci": None, "head_sha": "", "repo_url": ""}
+    assert stored == {"report": "r", "files": {}, "ci": None, "head_sha": "", "repo_url": ""}
 
 
 @pytest.mark.parametrize(

@@ -4,6 +4,7 @@ DRF's own in the one error shape of drf-standardized-errors (SPEC §7)."""
 from __future__ import annotations
 
 import logging
+import re
 from collections import deque
 
 from django.conf import settings
@@ -78,6 +79,39 @@ class ErrorFormatter(ExceptionFormatter):
         return errors_listed(self.exc.detail)
 
 
+# Errors that teach (SPEC §7): what to send instead. The schema says the same
+# (tutor.web.openapi.ERROR_DESCRIPTIONS).
+EXPECTED_AUTHORIZATION = "Authorization: Token <key>"
+EXPECTED_CONTENT_TYPE = "Content-Type: application/json"
+# A first word this short, of letters only, is a scheme ("Bearer", "Basic"),
+# safe to name; anything else may be the key itself and is never echoed.
+_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9_-]{0,19}")
+
+
+def _not_authenticated(request, exc: exceptions.NotAuthenticated) -> exceptions.APIException:
+    """A request that sent an Authorization header we do not read (another
+    scheme, or a bare key) is told the scheme we expect."""
+    header = (request.META.get("HTTP_AUTHORIZATION", "") if request is not None else "").strip()
+    if not header:
+        return exc
+    words = header.split()
+    if len(words) >= 2 and _SCHEME.fullmatch(words[0]):
+        sent = f'the "{words[0]}" scheme'
+    else:
+        sent = "a header without a scheme"
+    return exceptions.NotAuthenticated(
+        f"Authentication credentials were not provided: the Authorization header uses {sent}; "
+        f"send `{EXPECTED_AUTHORIZATION}`."
+    )
+
+
+def _unsupported_media_type(request, exc: exceptions.UnsupportedMediaType) -> exceptions.APIException:
+    sent = (request.content_type if request is not None and request.content_type else "none")[:100]
+    return exceptions.UnsupportedMediaType(
+        sent, detail=f'Unsupported media type "{sent}": send the body as JSON with `{EXPECTED_CONTENT_TYPE}`.'
+    )
+
+
 class ExceptionHandler(StandardizedExceptionHandler):
     """The standard handler, plus the domain errors; a dependency outage we
     answer with a 503 on purpose (the model is down) is logged as a warning
@@ -90,6 +124,10 @@ class ExceptionHandler(StandardizedExceptionHandler):
             exc = PayloadTooLarge(f"the request body is over {settings.DATA_UPLOAD_MAX_MEMORY_SIZE} bytes")
         if isinstance(exc, DomainError):
             return as_api_exception(exc)
+        if isinstance(exc, exceptions.NotAuthenticated):
+            exc = _not_authenticated(self.context.get("request"), exc)
+        if isinstance(exc, exceptions.UnsupportedMediaType):
+            exc = _unsupported_media_type(self.context.get("request"), exc)
         return super().convert_known_exceptions(exc)
 
     def report_exception(self, exc: exceptions.APIException, response) -> None:

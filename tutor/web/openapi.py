@@ -28,7 +28,24 @@ from tutor.kernel.errors import ErrorCode409Enum, ErrorCode413Enum, ErrorCode503
 BODY_METHODS = ("POST", "PUT", "PATCH")
 
 
+# What a client should do instead, in the documented response (SPEC §7); the
+# answers' details say the same (tutor.web.errors).
+ERROR_DESCRIPTIONS = {
+    "401": "Not authenticated. Send `Authorization: Token <key>` (or a signed-in session). "
+    "A header with another scheme (Bearer, Basic) or a bare key is answered with a detail "
+    "naming the expected one.",
+    "415": "The body is not JSON. Send it with `Content-Type: application/json`.",
+}
+
+
 class AutoSchema(StandardizedAutoSchema):
+    def _get_response_bodies(self, direction="response"):
+        responses = super()._get_response_bodies(direction=direction)
+        for status_code, description in ERROR_DESCRIPTIONS.items():
+            if isinstance(responses.get(status_code), dict):
+                responses[status_code]["description"] = description
+        return responses
+
     def _should_add_error_response(self, responses: dict, status_code: str) -> bool:
         if status_code == "413" and self.method not in BODY_METHODS:
             return False
