@@ -44,6 +44,10 @@ class Submission(models.Model):
     previous = models.OneToOneField(
         "self", null=True, blank=True, on_delete=models.PROTECT, related_name="next"
     )
+    # The student's Nth submission of this task (SPEC §7, turn 3): what the
+    # student is shown ("your submission 2"); ``submission_seq`` stays the
+    # system-wide order. Nullable: added in place on SQLite.
+    number = models.PositiveIntegerField(null=True, blank=True)
     evidence = models.JSONField()
     # Sizes, file names and CI status (feedback.evidence.evidence_summary):
     # what a list shows instead of the evidence, which may be 1 MiB a row.

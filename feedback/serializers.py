@@ -9,7 +9,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from feedback.models import CiSource, ErrorCode, RegradeRequest, ReviewAttempt, Submission
-from feedback.results import Basis
+from feedback.results import Basis, criteria_awaiting_staff
 from feedback.services.regrades import REGRADE_REASON_MAX_CHARS
 from feedback.visibility import CI_LOG_HIDDEN, hidden_criteria, reads_ci_log, student_result
 from tutor.kernel.rubrics import CriterionKind, Verdict
@@ -181,6 +181,11 @@ class AttemptSerializer(serializers.ModelSerializer):
     error_code = serializers.ChoiceField(choices=ErrorCode.choices, allow_blank=True, read_only=True)
     result = serializers.SerializerMethodField()
     rubric_hash = serializers.SerializerMethodField()
+    awaiting_staff = serializers.SerializerMethodField(
+        help_text="Rubric ids NEED_REVIEW for a reason staff settle (no automatic check, semantic review "
+        "not configured, the model could not decide): the student waits for a teacher; the staff queue "
+        "lists the review (the same rule)."
+    )
 
     class Meta:
         model = ReviewAttempt
@@ -199,10 +204,15 @@ class AttemptSerializer(serializers.ModelSerializer):
             "reused_from",
             "error_code",
             "generation_attempts",
+            "awaiting_staff",
             "created_at",
             "finished_at",
         ]
         read_only_fields = fields
+
+    @extend_schema_field(serializers.ListField(child=serializers.CharField()))
+    def get_awaiting_staff(self, attempt: ReviewAttempt) -> list[str]:
+        return criteria_awaiting_staff(attempt.result) if attempt.status == "completed" else []
 
     def _sees_hidden(self, attempt: ReviewAttempt) -> bool:
         return attempt.submission.task.course_id in self.context.get("staff_courses", ())
@@ -247,6 +257,12 @@ class SubmissionSummarySerializer(serializers.ModelSerializer):
     task = serializers.UUIDField(source="task_id", read_only=True)
     student = serializers.CharField(source="student.username", read_only=True)
     previous = serializers.UUIDField(source="previous_id", read_only=True, allow_null=True)
+    number = serializers.IntegerField(
+        read_only=True,
+        allow_null=True,
+        help_text="The student's Nth submission of this task (what students are shown); "
+        "submission_seq is the system-wide order.",
+    )
     evidence_summary = EvidenceSummarySerializer(read_only=True)
     attempts = AttemptSerializer(many=True, read_only=True)
     regrade_requests = RegradeRequestSerializer(many=True, read_only=True)
@@ -258,6 +274,7 @@ class SubmissionSummarySerializer(serializers.ModelSerializer):
             "task",
             "student",
             "submission_seq",
+            "number",
             "previous",
             "snapshot_hash",
             "ci_source",

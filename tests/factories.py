@@ -14,6 +14,7 @@ from rest_framework.test import APIClient
 from feedback.evidence import normalize_evidence, snapshot_hash
 from feedback.models import AttemptStatus, ReviewAttempt, Submission
 from feedback.results import aggregate_overall, awaiting_staff_marks, model_failed_marks
+from feedback.services.intake import submission_number
 from feedback.services.sequences import next_seq
 from feedback.versions import current_versions
 from tutor.coursefile import course_import, validate_course
@@ -98,6 +99,7 @@ def make_submission(student, task: Task, evidence: dict | None = None, *, ci_sou
             task=task,
             submission_seq=next_seq("submission"),
             previous=previous,
+            number=submission_number(previous),
             evidence=evidence,
             snapshot_hash=snapshot_hash(evidence),
             ci_source=ci_source,

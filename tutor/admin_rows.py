@@ -73,9 +73,11 @@ class QueueRowsAdmin:
         """``"act"`` in ``list_display`` becomes the row's buttons, bound to
         this request's permissions (a ModelAdmin serves every thread)."""
         actions = self.get_row_actions(request) if self.has_decide_permission(request) else ()
+        # The decision returns to this list as it is filtered now.
+        filters = request.GET.urlencode()
 
         def act(obj):
-            return self.action_buttons(obj, actions, scope=f"-{obj.pk}")
+            return self.action_buttons(obj, actions, scope=f"-{obj.pk}", filters=filters)
 
         act.short_description = _("act")
         return [act if column == "act" else column for column in super().get_list_display(request)]
@@ -92,7 +94,7 @@ class QueueRowsAdmin:
             return list(list_display[1:2])
         return links
 
-    def action_buttons(self, obj, actions, *, scope: str = "") -> str:
+    def action_buttons(self, obj, actions, *, scope: str = "", filters: str = "") -> str:
         """The buttons of ``obj``'s actions; a reason field (``reason<scope>``)
         before the buttons that need one. ``scope`` keeps the rows of one
         list form apart."""
@@ -137,6 +139,8 @@ class QueueRowsAdmin:
                 )
             else:
                 url = reverse(f"admin:{self._url_prefix()}_act", args=[obj.pk, action.name])
+                if filters:
+                    url += f"?_changelist_filters={_quote(filters)}"
                 parts.append(
                     format_html(
                         '<button type="submit" class="{}" data-act="{}" formaction="{}" formmethod="post"'

@@ -102,6 +102,7 @@ def submission_create(
             task=task,
             submission_seq=seq,
             previous=previous,
+            number=submission_number(previous),
             evidence=evidence,
             snapshot_hash=snapshot_hash(evidence),
             ci_source=ci_source,
@@ -109,6 +110,12 @@ def submission_create(
         )
         attempt_create(submission=submission, requested_by=submitted_by, versions=versions)
     return submission
+
+
+def submission_number(previous: Submission | None) -> int:
+    """The student's count of submissions for the task, this one included:
+    one more than the one it follows (``previous`` is the student's latest)."""
+    return (previous.number or 0) + 1 if previous is not None else 1
 
 
 class ReviewNotAllowed(Conflict):

@@ -39,7 +39,7 @@ export function knewPanel(meta) {
   const rubricIds = Array.isArray(meta[RUBRIC_IDS_KEY]) ? meta[RUBRIC_IDS_KEY] : [];
   const rows = [
     h("dt", {}, t("knew_state")),
-    h("dd", { class: "knew-state", dataset: { state } }, h("code", {}, state), ` — ${t(`state_${state}`)}`),
+    h("dd", { class: "knew-state", dataset: { state } }, t(`state_${state}`)),
     h("dt", {}, t("knew_items")),
     h("dd", { class: "knew-rubric-ids" }, idList(rubricIds)),
   ];
@@ -58,7 +58,7 @@ export function knewPanel(meta) {
   return h(
     "details",
     { class: "knew" },
-    h("summary", {}, `${t("knew_summary")}: ${state}${summaryIds}`),
+    h("summary", {}, `${t("knew_summary")}: ${t(`state_${state}`)}${summaryIds}`),
     h("dl", { class: "facts" }, rows),
   );
 }

@@ -8,7 +8,7 @@ import { clear, h, show } from "./dom.js";
 import { applyLanguage, chooseLanguage, setUpLanguageSelect, t } from "./i18n.js";
 import { EvidenceForm } from "./evidence.js";
 import { messageNode, renderMessages } from "./chat.js";
-import { newestAttempt, renderProgress, renderReview, renderTutorView, TERMINAL } from "./review.js";
+import { newestAttempt, renderProgress, renderReview, renderTutorView, submissionNumber, TERMINAL } from "./review.js";
 
 const $ = (id) => document.getElementById(id);
 const POLL_FIRST_MS = 500;
@@ -272,7 +272,7 @@ function showSubmission(submission) {
 function announceAttempt(submission, status) {
   show(
     $("review-status"),
-    t("attempt_status_announce", { seq: submission.submission_seq, status: t(`status_${status}`) }),
+    t("attempt_status_announce", { n: submissionNumber(submission), status: t(`status_${status}`) }),
   );
 }
 
@@ -312,6 +312,10 @@ function setUpEvidenceForm() {
   evidenceForm = new EvidenceForm($("evidence-form"));
   $("evidence-form").addEventListener("submit", async (event) => {
     event.preventDefault();
+    // An empty submission would replace the latest review with one of
+    // nothing: the student confirms it (the API refuses the emptiest).
+    const question = evidenceForm.emptiness();
+    if (question && !window.confirm(t(question))) return;
     const body = evidenceForm.body(state.task.id);
     if (body === null) return;
     const button = $("submit-button");
@@ -448,7 +452,12 @@ async function followConflict(session) {
 async function sendMessage() {
   const input = $("chat-input");
   const content = input.value;
-  if (!content.trim() || state.sending || !state.session) return;
+  if (state.sending || !state.session) return;
+  if (!content.trim()) {
+    show($("chat-error"), t("message_empty"));
+    input.focus();
+    return;
+  }
   const generation = state.generation;
   const session = state.session;
   state.sending = true;

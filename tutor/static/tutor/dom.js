@@ -33,8 +33,11 @@ export function show(el, text) {
   el.hidden = !text;
 }
 
-export function formatTime(iso) {
+// A time in the page's locale (`locale`: the language chosen on the page,
+// so a Chinese page shows Chinese dates whatever the browser's own setting).
+export function formatTime(iso, locale) {
   if (!iso) return "";
   const date = new Date(iso);
-  return Number.isNaN(date.getTime()) ? iso : date.toLocaleString();
+  if (Number.isNaN(date.getTime())) return iso;
+  return date.toLocaleString(locale, { dateStyle: "medium", timeStyle: "short" });
 }

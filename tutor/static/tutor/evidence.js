@@ -106,6 +106,14 @@ export class EvidenceForm {
     return evidence;
   }
 
+  // The confirmation an empty submission needs (an i18n key), or null.
+  emptiness() {
+    const evidence = this.value();
+    if (evidence.report.trim()) return null;
+    if (!Object.keys(evidence.files).length && !evidence.ci) return "empty_submission_confirm";
+    return "report_missing_confirm";
+  }
+
   // The request body, or null (with the reason shown) when it is over a limit.
   body(taskId) {
     const body = JSON.stringify({ task: taskId, evidence: this.value() });

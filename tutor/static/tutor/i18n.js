@@ -48,7 +48,7 @@ export const STRINGS = {
     evidence_too_big: "The evidence is over 1 MiB in all; remove some files.",
     ci_legend: "CI result (reported by you)",
     ci_hint:
-      "You report this yourself, so the review records it with basis self_report — weaker than a result sent by the course's CI service.",
+      "You report this yourself, so the review records it as your own report — weaker than a result sent by the course's CI service.",
     ci_status_label: "CI status",
     ci_not_reported: "not reported",
     ci_passed: "passed",
@@ -69,9 +69,15 @@ export const STRINGS = {
     status_completed: "completed",
     status_unavailable: "unavailable",
     status_invalid: "invalid",
-    attempt_status_announce: "Review of submission #{seq}: {status}",
-    submission_line: "Submission #{seq}, {time}",
-    attempt_line: "review attempt #{seq}",
+    attempt_status_announce: "Review of your submission {n}: {status}",
+    submission_line: "Your submission {n}, {time}",
+    attempt_line: "review {n}",
+    awaiting_staff: "Waiting for a teacher's review",
+    awaiting_staff_reason: "No automatic check can decide this one: a teacher will look at it.",
+    empty_submission_confirm:
+      "Your submission has no report, no file and no CI result. It would replace your latest review. Submit anyway?",
+    report_missing_confirm: "Your submission has no report text. Submit it anyway?",
+    message_empty: "Your message is empty, so it was not sent. Write something first.",
     reused: "Reused from an earlier review of identical work (not a fresh judgement).",
     overall: "Overall",
     verdict_PASS: "PASS",
@@ -85,7 +91,9 @@ export const STRINGS = {
     review_stale: "The review rules changed after this review, so it needs a new review.",
     machine_checks_kept: "Results of the machine checks that did run:",
     retry_review: "Ask for a new review",
-    criterion_basis: "Basis",
+    criterion_basis: "Decided by",
+    criterion_status: "Status",
+    basis_unknown: "not recorded",
     criterion_reason: "Reason",
     criterion_evidence: "Evidence",
     next_step: "Next step",
@@ -198,7 +206,7 @@ export const STRINGS = {
     too_many_files: "最多 200 个文件。",
     evidence_too_big: "证据总量超过 1 MiB，请移除部分文件。",
     ci_legend: "CI 结果（由你自己报告）",
-    ci_hint: "这是你自己报告的结果，评审会把依据记为 self_report——比课程 CI 服务上报的结果弱。",
+    ci_hint: "这是你自己报告的结果，评审会把它记为你自己的报告——比课程 CI 服务上报的结果弱。",
     ci_status_label: "CI 状态",
     ci_not_reported: "未报告",
     ci_passed: "通过",
@@ -219,9 +227,14 @@ export const STRINGS = {
     status_completed: "已完成",
     status_unavailable: "服务不可用",
     status_invalid: "记录无效",
-    attempt_status_announce: "提交 #{seq} 的评审：{status}",
-    submission_line: "提交 #{seq}，{time}",
-    attempt_line: "评审尝试 #{seq}",
+    attempt_status_announce: "你的第 {n} 次提交的评审：{status}",
+    submission_line: "你的第 {n} 次提交，{time}",
+    attempt_line: "第 {n} 次评审",
+    awaiting_staff: "等待老师评审",
+    awaiting_staff_reason: "这一项无法自动判定：老师会来查看。",
+    empty_submission_confirm: "这次提交没有报告、文件或 CI 结果，它会替换你最新的评审。仍要提交吗？",
+    report_missing_confirm: "这次提交没有报告文字。仍要提交吗？",
+    message_empty: "消息是空的，所以没有发送。请先写点内容。",
     reused: "沿用了对相同内容的早先评审（不是重新判断）。",
     overall: "总体",
     verdict_PASS: "通过",
@@ -234,7 +247,9 @@ export const STRINGS = {
     review_stale: "这次评审之后评审规则已变更，需要重新评审。",
     machine_checks_kept: "已完成的机器检查结果：",
     retry_review: "重新申请评审",
-    criterion_basis: "依据",
+    criterion_basis: "判定方",
+    criterion_status: "状态",
+    basis_unknown: "未记录",
     criterion_reason: "理由",
     criterion_evidence: "证据",
     next_step: "下一步",
@@ -307,6 +322,11 @@ export const STRINGS = {
 };
 
 const HTML_LANG = { en: "en", zh: "zh-CN" };
+
+// The page's locale for dates and numbers (the language chosen, not the browser's).
+export function locale() {
+  return HTML_LANG[current];
+}
 let current = "en";
 
 export function chooseLanguage() {

@@ -8,7 +8,7 @@
 
 import { ApiError } from "./api.js";
 import { h, formatTime, show } from "./dom.js";
-import { t } from "./i18n.js";
+import { locale, t } from "./i18n.js";
 
 export const REASON_MAX_CHARS = 1000;
 // How long typing pauses before the remaining characters are announced.
@@ -57,8 +57,8 @@ export function requestItem(request) {
       h(
         "span",
         { class: "meta" },
-        t("regrade_asked", { time: formatTime(request.created_at) }),
-        decided && request.decided_at ? ` · ${t("regrade_decided", { time: formatTime(request.decided_at) })}` : "",
+        t("regrade_asked", { time: formatTime(request.created_at, locale()) }),
+        decided && request.decided_at ? ` · ${t("regrade_decided", { time: formatTime(request.decided_at, locale()) })}` : "",
       ),
     ),
     h(

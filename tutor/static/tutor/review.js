@@ -3,7 +3,7 @@
 // current: an older verdict is never promoted to a newer submission.
 
 import { h, clear, formatTime } from "./dom.js";
-import { t } from "./i18n.js";
+import { locale, t } from "./i18n.js";
 import { otherRequests, regradeBlock } from "./regrade.js";
 
 export const TERMINAL = new Set(["completed", "unavailable", "invalid"]);
@@ -19,10 +19,22 @@ function verdictBadge(status) {
   return h("span", { class: `badge verdict-${status || "none"}` }, t(key));
 }
 
+// Who decided, in the student's words (never the stored code).
 function basisText(basis) {
   const key = `basis_${basis}`;
   const label = t(key);
-  return label === key ? basis : `${basis} — ${label}`;
+  return label === key ? t("basis_unknown") : label;
+}
+
+// The student's numbers (SPEC §7, turn 3): their own Nth submission of the
+// task, and the Nth review of that submission -- never the system-wide
+// sequences, which count everyone's work.
+export function submissionNumber(submission) {
+  return submission.number ?? 1;
+}
+
+function attemptNumber(submission, attempt) {
+  return (submission.attempts || []).filter((a) => a.attempt_seq <= attempt.attempt_seq).length;
 }
 
 // The task's hidden checks (SPEC §9), by criterion id: their rows show
@@ -31,25 +43,39 @@ export function hiddenIds(task) {
   return new Set(((task && task.criteria) || []).filter((c) => c.visibility === "hidden").map((c) => c.id));
 }
 
-function criterionFacts(c, hidden) {
-  if (hidden) return h("p", { class: "hint hidden-check" }, t("hidden_check"));
+function criterionFacts(c, hidden, waiting) {
+  if (hidden) {
+    return [
+      waiting ? h("p", { class: "awaiting-staff" }, t("awaiting_staff")) : null,
+      h("p", { class: "hint hidden-check" }, t("hidden_check")),
+    ];
+  }
+  // Nothing automatic could judge it: the stored reason is the system's,
+  // not advice; the student is told a teacher will decide.
+  const reason = waiting && c.basis === "none" ? t("awaiting_staff_reason") : c.reason;
   return h(
     "dl",
     { class: "facts" },
+    waiting ? [h("dt", {}, t("criterion_status")), h("dd", { class: "awaiting-staff" }, t("awaiting_staff"))] : null,
     h("dt", {}, t("criterion_basis")),
     h("dd", { class: "basis" }, basisText(c.basis)),
-    c.reason ? [h("dt", {}, t("criterion_reason")), h("dd", { class: "reason" }, c.reason)] : null,
+    reason ? [h("dt", {}, t("criterion_reason")), h("dd", { class: "reason" }, reason)] : null,
     c.evidence ? [h("dt", {}, t("criterion_evidence")), h("dd", { class: "evidence" }, c.evidence)] : null,
   );
 }
 
-function criterionItem(c, { submission, hidden, regradable, onRegrade }) {
+function criterionItem(c, { submission, hidden, waiting, regradable, onRegrade }) {
   const isHidden = hidden.has(c.rubric_id);
+  const isWaiting = waiting.has(c.rubric_id);
   return h(
     "li",
     {
       class: `criterion status-${c.status}`,
-      dataset: { rubricId: c.rubric_id, hidden: isHidden ? "true" : "false" },
+      dataset: {
+        rubricId: c.rubric_id,
+        hidden: isHidden ? "true" : "false",
+        awaitingStaff: isWaiting ? "true" : "false",
+      },
     },
     h(
       "div",
@@ -61,7 +87,7 @@ function criterionItem(c, { submission, hidden, regradable, onRegrade }) {
       h("span", { class: "kind" }, t(`kind_${c.kind}`)),
     ),
     h("p", { class: "criterion-text" }, c.criterion),
-    criterionFacts(c, isHidden),
+    criterionFacts(c, isHidden, isWaiting),
     regradeBlock({ submission, criterion: c, allowed: regradable, onSubmit: onRegrade }),
   );
 }
@@ -101,8 +127,8 @@ export function renderReview(container, { submission, task, onRetry, onRegrade }
     h(
       "p",
       { class: "meta" },
-      t("submission_line", { seq: submission.submission_seq, time: formatTime(submission.created_at) }),
-      attempt ? ` · ${t("attempt_line", { seq: attempt.attempt_seq })}` : "",
+      t("submission_line", { n: submissionNumber(submission), time: formatTime(submission.created_at, locale()) }),
+      attempt ? ` · ${t("attempt_line", { n: attemptNumber(submission, attempt) })}` : "",
     ),
   );
   if (!attempt || !TERMINAL.has(attempt.status)) {
@@ -122,6 +148,7 @@ export function renderReview(container, { submission, task, onRetry, onRegrade }
   const context = {
     submission,
     hidden: hiddenIds(task),
+    waiting: new Set(attempt.awaiting_staff || []),
     regradable: attempt.status === "completed",
     onRegrade,
   };
@@ -150,8 +177,7 @@ export function renderTutorView(container, feedback, { onRetry }) {
   container.dataset.state = state;
   container.append(
     h("span", {}, `${t("tutor_view")}: `),
-    h("code", {}, state),
-    ` — ${t(`state_${state}`)}`,
+    h("span", { class: "state-words" }, t(`state_${state}`)),
     ids.length ? ` (${ids.join(", ")})` : "",
   );
   if (state === "stale_rules") {
