@@ -80,11 +80,9 @@ def evidence_summary(evidence) -> str:
 
 
 def _size(text: str) -> str:
-    size = len(text.encode("utf-8"))
-    return _("%(bytes)s bytes, %(lines)s lines") % {
-        "bytes": size,
-        "lines": text.count("\n") + (1 if text else 0),
-    }
+    """Bytes and lines (a last line without a newline counts; a final newline adds none)."""
+    lines = text.count("\n") + (1 if text and not text.endswith("\n") else 0)
+    return _("%(bytes)s bytes, %(lines)s lines") % {"bytes": len(text.encode("utf-8")), "lines": lines}
 
 
 def _file_block(name: str, text: str, *, css: str = ""):
