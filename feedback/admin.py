@@ -178,6 +178,13 @@ class SubmissionAdmin(QueueRowsAdmin, CourseScopedAdmin, ReadOnlyAdmin):
     def latest_basis(self, submission):
         return basis_summary(submission.newest_result)
 
+    def get_row_actions(self, request):
+        return (RowAction("rereview", _("Re-review"), run=self._rereview_one),)
+
+    def _rereview_one(self, request, submission, reason):
+        review_request(submission=submission, user=request.user, is_staff=True, force=True)
+        return gettext("Queued a fresh review of submission #%(seq)s.") % {"seq": submission.submission_seq}
+
     @admin.display(description=_("evidence"))
     def evidence_overview(self, submission):
         return evidence_summary(submission.evidence)

@@ -228,3 +228,18 @@ def test_the_item_page_has_the_rows_buttons_and_next_item_walks_the_queue(two_co
     assert onward["Location"].startswith(reverse("admin:lessons_lesson_change", args=[second.pk]))
     first.refresh_from_db()
     assert (first.status, first.reject_reason) == (LessonStatus.REJECTED, "duplicate")
+
+
+def test_a_review_row_queues_a_forced_re_review(two_courses):
+    items, teacher, client = two_courses
+    review = items["reviews"]
+
+    response = act(client, "feedback_reviewattempt", review, "rereview")
+
+    assert response.status_code == 302
+    assert [str(m) for m in response.wsgi_request._messages] == [
+        f"Queued a fresh review of submission #{review.submission.submission_seq}."
+    ]
+    newest = review.submission.attempts.order_by("-attempt_seq").first()
+    assert newest.pk != review.pk and newest.forced
+    assert AuditEvent.objects.filter(event="review_forced", actor=teacher).exists()
