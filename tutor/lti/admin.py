@@ -300,7 +300,9 @@ class ScorePostAdmin(QueueRowsAdmin, CourseScopedAdmin, ReadOnlyAdmin):
 
     def _resend(self, request, row, reason):
         if not score_requeue(score=row, actor=request.user):
-            raise Conflict(gettext("this score is no longer failed"))
+            raise Conflict(
+                gettext("left as it was: not failed, or a newer score of the student is on its way or posted")
+            )
         return gettext("Queued again: %(score)s") % {"score": row}
 
     @admin.display(description="student", ordering="identity__user__username")
