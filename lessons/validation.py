@@ -16,6 +16,7 @@ from lessons.models import (
 )
 from lessons.text import clean, normalize, symptom_anchor
 from tutor.kernel.errors import InvalidInput
+from tutor.kernel.readable import nothing_to_read
 
 
 def _at(prefix: str, name: str) -> str:
@@ -28,7 +29,7 @@ def clean_text(value: Any, field: str, *, max_chars: int, required: bool = True)
     if not isinstance(value, str):
         raise InvalidInput("must be a string", field=field)
     value = value.strip()
-    if required and not value:
+    if required and nothing_to_read(value):
         raise InvalidInput("must not be empty", field=field)
     if len(value) > max_chars:
         raise InvalidInput(f"must be at most {max_chars} characters", field=field)
@@ -57,7 +58,8 @@ def _clean_list(values: Any, field: str, *, max_items: int, max_chars: int, what
         if not isinstance(value, str):
             raise InvalidInput("must be a string", field=at)
         value = clean(value)
-        if not value:
+        # Text that shows nothing (a zero-width space) is empty too: the rule of messages and corrections.
+        if nothing_to_read(value):
             raise InvalidInput("must not be empty", field=at)
         if len(value) > max_chars:
             raise InvalidInput(f"must be at most {max_chars} characters", field=at)

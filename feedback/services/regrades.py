@@ -12,6 +12,7 @@ from feedback.results import Basis
 from feedback.visibility import hidden_criteria, hidden_text
 from tutor.audit import audit_record
 from tutor.kernel.errors import Conflict, InvalidInput
+from tutor.kernel.readable import nothing_to_read
 from tutor.kernel.redaction import redact
 from tutor.kernel.rubrics import CriterionKind, Verdict
 from tutor.models import AuditEvent
@@ -34,7 +35,8 @@ def regrade_request_create(*, submission: Submission, student, rubric_id: str, r
     per (submission, criterion). The reason is redacted before it is stored.
     """
     reason = reason.strip()
-    if not 1 <= len(reason) <= REGRADE_REASON_MAX_CHARS:
+    # Text that shows nothing (a zero-width space) is no reason: the rule of messages and corrections.
+    if nothing_to_read(reason) or len(reason) > REGRADE_REASON_MAX_CHARS:
         raise InvalidInput(f"give a reason of 1-{REGRADE_REASON_MAX_CHARS} characters", field="reason")
     with transaction.atomic():
         # One request at a time per submission (a row lock on PostgreSQL;
@@ -119,7 +121,7 @@ def regrades_settle(*, submission: Submission, verdict: ReviewAttempt, staff, ru
 def regrade_decline(*, request: RegradeRequest, staff, response: str) -> RegradeRequest:
     """Keep the review's verdict and tell the student why (an open request only)."""
     response = response.strip()
-    if not 1 <= len(response) <= REGRADE_RESPONSE_MAX_CHARS:
+    if nothing_to_read(response) or len(response) > REGRADE_RESPONSE_MAX_CHARS:
         raise InvalidInput(f"give a reason of 1-{REGRADE_RESPONSE_MAX_CHARS} characters", field="response")
     with transaction.atomic():
         if not _decide(request, RegradeStatus.DECLINED, staff=staff, response=response):

@@ -87,7 +87,7 @@ def test_a_passing_criterion_cannot_be_regraded(task, student, student_client):
     assert response.status_code == 400 and "nothing to regrade" in response.json()["errors"][0]["detail"]
 
 
-@pytest.mark.parametrize("reason", ["", " ", "x" * 1001])
+@pytest.mark.parametrize("reason", ["", " ", "\u200b", "\u200b \u2060", "x" * 1001])
 def test_a_reason_of_1_to_1000_characters_is_required(task, student, student_client, reason):
     response = ask(student_client, reviewed(student, task), reason=reason)
 

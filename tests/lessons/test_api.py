@@ -70,6 +70,11 @@ def test_staff_enter_a_pending_lesson_with_the_course_as_slug_or_id(course, staf
         ({"body": "x" * 4001}, "body"),
         ({"symptoms": ["!!!"]}, "symptoms.0"),
         ({"tags": ["   "]}, "tags.0"),
+        # Text that shows nothing is empty, as in messages and corrections.
+        ({"tags": ["\u200b"]}, "tags.0"),
+        ({"tags": ["ok", "\u2060\u200d"]}, "tags.1"),
+        ({"symptoms": ["\u200b"]}, "symptoms.0"),
+        ({"title": "\u200b\u200b"}, "title"),
         ({"kind": "essay"}, "kind"),
         ({"review_by": "2001-01-01"}, "review_by"),
         ({"tags": "arrays"}, "tags"),

@@ -1,11 +1,8 @@
 """Serializer fields shared by the apps' APIs."""
 
-import re
-import unicodedata
-
 from rest_framework import serializers
 
-from tutor.kernel.invisible import CONTROL_RANGES, IGNORABLE_RANGES
+from tutor.kernel.readable import nothing_to_read
 
 MESSAGE_MAX_CHARS = 8000  # SPEC §4: content 1-8000 characters
 
@@ -19,25 +16,6 @@ class StrictCharField(serializers.CharField):
         if not isinstance(data, str):
             self.fail("invalid")
         return super().to_internal_value(data)
-
-
-# Blank-looking signs: the braille pattern blank, the object replacement character.
-_BLANK_SIGNS = "\u2800\ufffc"
-_NOTHING_TO_READ = re.compile(rf"[\s{IGNORABLE_RANGES}{CONTROL_RANGES}{_BLANK_SIGNS}]*")
-
-
-def nothing_to_read(text: str) -> bool:
-    """Whether ``text`` shows nothing: white space, controls, invisible and
-    blank-looking characters, and marks with no letter to sit on. One pass,
-    a run at a time."""
-    position, end = 0, len(text)
-    while True:
-        position = _NOTHING_TO_READ.match(text, position).end()
-        if position == end:
-            return True
-        if unicodedata.category(text[position]) not in ("Mn", "Me"):
-            return False
-        position += 1
 
 
 class MessageTextField(StrictCharField):
