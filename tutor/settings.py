@@ -71,6 +71,10 @@ MIDDLEWARE = [
     # Staff pages in the person's language (zh-hans or English): admin only.
     "tutor.web.locale.AdminLocaleMiddleware",
     "django.middleware.common.CommonMiddleware",
+    # Django's request guards (too many fields or files, ...) answer the
+    # JSON 400 on every path, with no traceback; before the CSRF check,
+    # which reads the form first (SPEC §7).
+    "tutor.web.guards.RequestGuardMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",

@@ -202,3 +202,20 @@ def test_an_eager_task_keeps_the_id_of_the_request_that_ran_it():
         reset_correlation_id(token)
 
     assert seen == ["eager-id"]
+
+
+def test_a_security_line_has_no_traceback_whoever_logs_it(log_lines):
+    """Django logs a SuspiciousOperation it handles itself with its traceback:
+    the client's fault is one line (tutor.web.guards answers most first)."""
+    from django.core.exceptions import TooManyFieldsSent
+
+    try:
+        raise TooManyFieldsSent("too many")
+    except TooManyFieldsSent as exc:
+        logging.getLogger("django.security.TooManyFieldsSent").error("too many", exc_info=exc)
+        logging.getLogger("tutor.test").error("kept", exc_info=exc)
+
+    security, other = log_lines()
+
+    assert security["message"] == "too many" and "exc_info" not in security
+    assert "TooManyFieldsSent" in other["exc_info"]

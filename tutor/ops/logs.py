@@ -57,6 +57,19 @@ class RequestLineFilter(logging.Filter):
         return True
 
 
+class SecurityLineFilter(logging.Filter):
+    """A line of Django's security loggers (``django.security.*``: a refused
+    host, too many fields) without its traceback: the request was the
+    client's fault, and ``tutor.web.guards`` answers it. Whatever still
+    reaches Django's own handling of such an exception is one line too."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.name.startswith("django.security.") and record.exc_info:
+            record.exc_info = None
+            record.exc_text = None
+        return True
+
+
 def logging_config(level: str, *, extra_loggers: dict | None = None) -> dict:
     """The ``dictConfig`` of every process: one JSON handler on the root
     logger. Django's own loggers (``django``, ``django.server``) are named
@@ -69,13 +82,14 @@ def logging_config(level: str, *, extra_loggers: dict | None = None) -> dict:
         "filters": {
             "correlation": {"()": "tutor.kernel.correlation.CorrelationIdFilter"},
             "request_line": {"()": "tutor.ops.logs.RequestLineFilter"},
+            "security_line": {"()": "tutor.ops.logs.SecurityLineFilter"},
         },
         "formatters": {"json": {"()": "tutor.ops.logs.JsonFormatter"}},
         "handlers": {
             "json": {
                 "class": "logging.StreamHandler",
                 "formatter": "json",
-                "filters": ["correlation", "request_line"],
+                "filters": ["correlation", "request_line", "security_line"],
             }
         },
         "root": {"handlers": ["json"], "level": level},

@@ -8,14 +8,15 @@ import re
 from collections import deque
 
 from django.conf import settings
-from django.core.exceptions import RequestDataTooBig
+from django.core.exceptions import RequestDataTooBig, SuspiciousOperation
 from drf_standardized_errors.formatter import ExceptionFormatter
 from drf_standardized_errors.handler import ExceptionHandler as StandardizedExceptionHandler
 from drf_standardized_errors.settings import package_settings
 from drf_standardized_errors.types import Error
 from rest_framework import exceptions, status
 
-from tutor.kernel.errors import DomainError, PayloadTooLarge
+from tutor.kernel.errors import DomainError, InvalidInput, PayloadTooLarge
+from tutor.web.guards import log_refusal, refusal_detail
 
 log = logging.getLogger(__name__)
 
@@ -122,6 +123,13 @@ class ExceptionHandler(StandardizedExceptionHandler):
             # Django refuses a body over DATA_UPLOAD_MAX_MEMORY_SIZE when DRF
             # reads it: the API's 413, not a 500 (SPEC §2, §7).
             exc = PayloadTooLarge(f"the request body is over {settings.DATA_UPLOAD_MAX_MEMORY_SIZE} bytes")
+        elif isinstance(exc, SuspiciousOperation):
+            # Django's other request guards (too many query parameters, form
+            # fields or files): a 400 with one log line, never a 500 (tutor.web.guards).
+            request = self.context.get("request")
+            log_refusal(getattr(request, "_request", request), exc)
+            _, code, detail = refusal_detail(exc)
+            exc = _DomainAPIException(InvalidInput(detail, code=code))
         if isinstance(exc, DomainError):
             return as_api_exception(exc)
         if isinstance(exc, exceptions.NotAuthenticated):
