@@ -13,6 +13,11 @@ class TutorConfig(AppConfig):
         from tutor.db.statements import use_generic_plans
 
         register_tutor_providers()
+        # /metrics counts finished reviews (tutor.monitoring; a no-op unless METRICS_ENABLED).
+        from feedback.signals import attempt_finished
+        from tutor.monitoring import attempt_finished_counted
+
+        attempt_finished.connect(attempt_finished_counted, dispatch_uid="tutor.metrics.attempt_finished")
         connection_created.connect(use_generic_plans, dispatch_uid="tutor.use_generic_plans")
         post_migrate.connect(_refresh_course_staff_group, sender=self)
         post_migrate.connect(_optimize_sqlite, sender=self)

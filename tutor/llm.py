@@ -31,6 +31,7 @@ from tutor.db.prepared import PreparedInsert
 from tutor.kernel.correlation import get_correlation_id
 from tutor.kernel.errors import ServiceUnavailable
 from tutor.models import ModelCall
+from tutor.ops import metrics
 from tutor.web.parsers import JSON_MAX_DEPTH, nesting_exceeds
 
 log = logging.getLogger(__name__)
@@ -131,13 +132,15 @@ def _record(purpose, correlation_id, messages, started, course_id=None, **fields
     for name in ("response_text", "error"):
         if name in fields:
             fields[name] = sanitize_text(fields[name], limit=len(fields[name]))
+    seconds = time.monotonic() - started
+    metrics.model_call(purpose, fields["status"], seconds)
     return MODEL_CALL.create(
         purpose=purpose,
         course_id=course_id,
         correlation_id=correlation_id,
         model=settings.TUTOR_LLM_MODEL or "",
         request_messages=messages,
-        latency_ms=int((time.monotonic() - started) * 1000),
+        latency_ms=int(seconds * 1000),
         **fields,
     )
 

@@ -246,6 +246,7 @@ class AuditEvent(models.Model):
         LTI_KEY_ROTATED = "lti_key_rotated"
         LTI_LAUNCH_REFUSED = "lti_launch_refused"
         LTI_ROSTER_REFUSED = "lti_roster_refused"
+        SIGNIN_LOCKED_OUT = "signin_locked_out"
 
     actor = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"

@@ -6,12 +6,13 @@ from rest_framework.routers import DefaultRouter
 from corrections import api as corrections_api
 from feedback import api as feedback_api
 from lessons import urls as lessons_urls
-from tutor import views
+from tutor import monitoring, views
 from tutor.chat import views as session_views
 from tutor.web import (
     converters,  # noqa: F401  (registers the public_id path converter)
     pages,
     schema_views,
+    signin,
 )
 
 router = DefaultRouter(trailing_slash=True, use_regex_path=False)
@@ -28,11 +29,18 @@ router.register("corrections", corrections_api.CorrectionViewSet, basename="corr
 router.register("correction-cases", corrections_api.CorrectionCaseViewSet, basename="correction-case")
 lessons_urls.register(router)
 
+# The admin's sign-in counts failures and locks out (tutor.web.signin); its
+# route comes before the admin's own, which it wraps.
+admin.site.login_form = signin.GuardedAdminAuthenticationForm
+
 urlpatterns = [
+    path("admin/login/", signin.admin_login),
     path("admin/", admin.site.urls),
     # The desk's language switch (a cookie the admin's locale middleware reads).
     path("i18n/setlang/", set_language, name="set_language"),
     path("healthz", views.healthz, name="healthz"),
+    # Prometheus' scrape (tutor.monitoring): 404 unless METRICS_ENABLED; not in the API's schema.
+    path("metrics", monitoring.metrics_view, name="metrics"),
     path("api/schema/", schema_views.SchemaView.as_view(), name="schema"),
     path("api/docs/", schema_views.DocsView.as_view(url_name="schema"), name="docs"),
     path("api/tutor/sessions/", session_views.SessionOpenView.as_view(), name="tutor-sessions"),

@@ -14,6 +14,8 @@ from django.shortcuts import render
 from django.views.decorators.csrf import ensure_csrf_cookie
 from django.views.decorators.http import require_safe
 
+from tutor.web.signin import GuardedAuthenticationForm, locked_out_status
+
 
 @require_safe
 @ensure_csrf_cookie
@@ -26,10 +28,17 @@ def client(request):
 
 class SessionLoginView(auth_views.LoginView):
     """Username and password into a Django session, then back to the client
-    (``next`` is honoured only for this host, by Django's own check)."""
+    (``next`` is honoured only for this host, by Django's own check).
+    Failed tries are counted and locked out (``tutor.web.signin``): 429."""
 
     template_name = "tutor/login.html"
     next_page = "client"
+    authentication_form = GuardedAuthenticationForm
+
+    def form_invalid(self, form):
+        response = super().form_invalid(form)
+        response.context_data["locked_out"] = form.has_error("__all__", "locked_out")
+        return locked_out_status(self.request, response)
 
 
 class SessionLogoutView(auth_views.LogoutView):

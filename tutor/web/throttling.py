@@ -24,6 +24,8 @@ import logging
 from rest_framework.settings import api_settings
 from rest_framework.throttling import ScopedRateThrottle
 
+from tutor.ops import metrics
+
 log = logging.getLogger(__name__)
 
 
@@ -75,7 +77,10 @@ class CountingScopedRateThrottle(ScopedRateThrottle):
             return True
         self.now = self.timer()
         count, self.window_end = window_hit(self.cache, self.key, self.duration)
-        return count <= self.num_requests
+        if count <= self.num_requests:
+            return True
+        metrics.throttled(self.scope)
+        return False
 
     def wait(self):
         """Seconds until the counter's window ends (the whole window when the cache cannot say)."""

@@ -23,6 +23,8 @@ export const STRINGS = {
     token_button: "Use token",
     token_rejected: "This token was not accepted.",
     login_failed: "Your username and password did not match. Please try again.",
+    login_locked:
+      "Too many failed sign-ins for this account or from this address. Wait a while and try again; until then no password is accepted.",
     back_to_client: "Back to the tutor",
     loading: "Loading…",
     task_title: "Task",
@@ -182,6 +184,7 @@ export const STRINGS = {
     token_button: "使用令牌",
     token_rejected: "该令牌无效。",
     login_failed: "用户名和密码不匹配，请重试。",
+    login_locked: "此账号或此地址登录失败次数过多。请稍后再试；在此之前任何密码都不会被接受。",
     back_to_client: "返回导师页面",
     loading: "加载中…",
     task_title: "任务",
