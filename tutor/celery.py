@@ -68,8 +68,20 @@ def _refuse_without_broker(role: str) -> None:
 
 
 @signals.worker_init.connect
-def _worker_needs_a_broker(**kwargs):
+def _worker_needs_a_broker(sender=None, **kwargs):
     _refuse_without_broker("worker")
+    # A pool of threads or one process: the tasks run here (tutor.ops.telemetry).
+    pool = getattr(sender, "pool_cls", None)
+    if "prefork" not in (pool if isinstance(pool, str) else getattr(pool, "__module__", "prefork")):
+        _start_telemetry()
+
+
+@signals.worker_process_init.connect
+def _start_telemetry(**kwargs):
+    """Error reports and traces in each process that runs tasks, where configured."""
+    from tutor.ops.telemetry import telemetry_start
+
+    telemetry_start("worker")
 
 
 @signals.beat_init.connect
