@@ -49,7 +49,8 @@ def _missing(variable: str, exc: ImportError):
 
 
 def scrub_event(event: dict, hint=None) -> dict:
-    """Sentry's ``before_send``: the correlation id as a tag; no body, cookie, query string or secret header."""
+    """Sentry's ``before_send``: the correlation id as a tag; no request body, cookie,
+    query string or secret header."""
     correlation_id = current_or_none()
     if correlation_id:
         event.setdefault("tags", {})["correlation_id"] = correlation_id
