@@ -12,11 +12,18 @@ $(PY):
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 
-install: $(PY)
+# The install runs again only when pyproject.toml changed (a stamp in the
+# virtualenv): the package is installed in editable mode, so a change of the
+# code needs none.
+install: $(VENV)/.installed
+$(VENV)/.installed: pyproject.toml | $(PY)
 	$(PY) -m pip install --quiet -e .
+	touch $@
 
-install-dev: $(PY)
+install-dev: $(VENV)/.installed-dev
+$(VENV)/.installed-dev: pyproject.toml | $(PY)
 	$(PY) -m pip install --quiet -e '.[dev]'
+	touch $@ $(VENV)/.installed
 
 run: install
 	DEBUG=1 $(PY) manage.py migrate --noinput

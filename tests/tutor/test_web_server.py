@@ -88,6 +88,62 @@ def test_gunicorn_itself_refuses_to_start_with_timeouts_that_do_not_nest():
     assert "WEB_TIMEOUT" in result.stdout + result.stderr
 
 
+@pytest.mark.parametrize(
+    ("env", "line"),
+    [
+        ({"SECRET_KEY": None}, "tutor: cannot start: SECRET_KEY must be set when DEBUG is off"),
+        (
+            {"DATABASE_URL": "postgres://tutor:tutor@127.0.0.1:1/tutor"},
+            "tutor: cannot start: the database of DATABASE_URL cannot be reached: ",
+        ),
+        (
+            {"WEB_TIMEOUT": "5"},
+            "tutor: cannot start: WEB_TIMEOUT (5s) must exceed the worst-case web request",
+        ),
+        ({"DEBUG": "maybe"}, "tutor: cannot start: DEBUG must be one of"),
+    ],
+)
+def test_a_start_up_problem_is_one_line_and_an_exit_before_gunicorn_listens(tmp_path, env, line):
+    """As the systemd unit starts it (deploy/systemd/tutor-web.service): each
+    problem is one line on stderr and exit status 2; gunicorn never listens
+    (before, a missing SECRET_KEY showed as "Worker failed to boot")."""
+    environ = {
+        k: v for k, v in os.environ.items() if k not in SETTINGS_VARIABLES and k != "PYTEST_CURRENT_TEST"
+    }
+    environ.update(
+        DJANGO_SETTINGS_MODULE="tutor.settings",
+        SECRET_KEY="start-up-test-key",
+        DATABASE_URL=f"sqlite:///{tmp_path / 'db.sqlite3'}",
+        WEB_BIND=f"127.0.0.1:{free_port()}",
+    )
+    for name, value in env.items():
+        if value is None:
+            environ.pop(name, None)
+        else:
+            environ[name] = value
+
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "gunicorn",
+            "--config",
+            "python:tutor.ops.gunicorn_conf",
+            "tutor.wsgi:application",
+        ],
+        cwd=ROOT,
+        env=environ,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+    assert result.returncode == 2
+    [printed] = (result.stdout + result.stderr).strip().splitlines()
+    assert printed.startswith(line), printed
+    assert "Listening" not in result.stdout + result.stderr
+
+
 def test_static_files_are_served_by_the_production_app_with_debug_off(db, settings):
     assert settings.DEBUG is False
 

@@ -17,8 +17,14 @@ import os
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tutor.settings")
 
-from django.conf import settings  # noqa: E402  (reading it validates every setting)
+from django.conf import settings  # noqa: E402
 
+from tutor.ops.entrypoints import web_preflight  # noqa: E402
+
+# Bad settings, no SECRET_KEY, no database: one line and exit 2, before listening.
+web_preflight()
+
+from tutor.ops import metrics  # noqa: E402
 from tutor.ops.env import env_int, env_str  # noqa: E402
 from tutor.ops.logs import logging_config  # noqa: E402
 
@@ -42,3 +48,8 @@ logconfig_dict = logging_config(env_str("LOG_LEVEL", "INFO"))
 # gunicorn's control socket (gunicornc) is one path per user: two servers on a
 # machine would share it. Nothing here uses it.
 control_socket_disable = True
+
+
+def child_exit(server, worker):
+    """A worker that ended leaves the metrics' live sums (tutor.ops.metrics)."""
+    metrics.worker_exited(worker.pid)
