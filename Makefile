@@ -56,4 +56,4 @@ eval: install
 	$(PY) manage.py eval_corrections $(EVAL_ARGS)
 
 clean:
-	rm -rf $(VENV) .venv-fuzz cache db.sqlite3* test_db*.sqlite3* *.egg-info
+	rm -rf $(VENV) .venv-fuzz cache metrics db.sqlite3* test_db*.sqlite3* *.egg-info
