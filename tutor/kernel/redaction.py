@@ -20,25 +20,37 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from tutor.kernel.invisible import DEFAULT_IGNORABLE
+from tutor.kernel.secret_context import RANDOM_MIN_CHARS, hash_explained, is_stand_in, looks_random
+from tutor.kernel.secret_formats import JWT, KNOWN_TOKEN, TOKEN_RUN
+from tutor.kernel.secret_scanner import scanner_findings
 
 _NOT_ALNUM_BEFORE = r"(?<![A-Za-z0-9])"
 _NOT_ALNUM_AFTER = r"(?![A-Za-z0-9])"
 
-# (kind, pattern), applied in this order: a private key block before the
-# base64 lines inside it, a URL's password before the e-mail-like user@host.
-# Where a marker stands as a secret's value it is left alone: one of ours,
-# or one a student typed (``unmarked``: U+200C after its bracket).
+# (kind, pattern): each finding is a span of the text -- the value only
+# where a name or a user goes before it -- and overlapping spans from every
+# pattern, the vendor formats (``tutor.kernel.secret_formats``), the random
+# strings and the second engine (``tutor.kernel.secret_scanner``) become one
+# marker with the strongest kind (``PRIORITY``). Where a marker stands as a
+# secret's value it is left alone: one of ours, or one a student typed
+# (``unmarked``: U+200C after its bracket).
 _IPV4 = r"(?:(?:25[0-5]|2[0-4]\d|[01]?\d?\d)\.){3}(?:25[0-5]|2[0-4]\d|[01]?\d?\d)(?![\d.]*\d)"
 
-# After "is", words that say something of the secret rather than give it:
+# After "is" or 是, words that say something of the secret rather than give it:
 # "the api key is invalid", "my passphrase is wrong" (a student asking about
 # an error, not pasting a credential).
 _NOT_A_VALUE = (
     r"(?!(?:invalid|wrong|incorrect|required|missing|empty|blank|expired|revoked|correct|right|ok|okay"
     r"|fine|set|unset|not|never|no|too|the|a|an|in|on|at|stored|saved|hashed|encrypted|changed|reset"
     r"|used|needed|shown|hidden|visible|null|none|still|now|also|only|being|same|different|case"
-    r"|sensitive|optional|mandatory|valid|weak|strong|long|short)(?![A-Za-z0-9_-]))"
+    r"|sensitive|optional|mandatory|valid|weak|strong|long|short|what|which|where|how|why|whether|this"
+    r"|that|it|my|your|working|accepted|rejected|leaked|exposed|public|private)(?![A-Za-z0-9_-]))"
 )
+_NOT_MARKED = r"(?![\"']?\[\u200c?REDACTED:)"
+# A value runs to a space, a separator or a Chinese character (a question's
+# words after 是 are no password); long ones whole (no tail is kept).
+_VALUE = r"(?P<value>\"[^\"\n]{1,4096}\"|'[^'\n]{1,4096}'|[^\s,;，；。\u3000-\u9fff\uff00-\uffef]{1,4096})"
+_MARKER_OR_VALUE = _NOT_MARKED + _VALUE
 
 PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     (
@@ -50,36 +62,18 @@ PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
             re.DOTALL,
         ),
     ),
-    # scheme://user:password@host -> the password only (which may hold a
-    # "/"; a port and a path are none: host:443/@scope/package, and
-    # host:8000/users?email=a@b.org is a port, a path and a query)
+    # scheme://user:password@host -> the password only, up to the "@" before
+    # the host (a password may hold "@" and "/"); a port and a path are none:
+    # host:443/@scope/package, host:8000/users?email=a@b.org.
     (
         "url_password",
-        # the user may be empty: redis://:password@host
-        re.compile(r"(?<=://)([^/\s:@]{0,255}):(?!\[\u200c?REDACTED:|\d{1,5}/)([^\s@]{0,255}[^/\s@])(?=@)"),
-    ),
-    (
-        "api_key",
         re.compile(
-            _NOT_ALNUM_BEFORE
-            + r"(?:sk-(?:proj-|ant-)?[A-Za-z0-9_\-]{16,}"  # OpenAI / Anthropic style
-            + r"|AKIA[0-9A-Z]{16}"  # AWS access key id
-            + r"|gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}"  # GitHub tokens
-            + r"|xox[abprs]-[A-Za-z0-9\-]{10,}"  # Slack
-            + r"|AIza[0-9A-Za-z_\-]{35}"  # Google API key
-            + r"|glpat-[A-Za-z0-9_\-]{20,}"  # GitLab
-            + r"|[sr]k_(?:live|test)_[A-Za-z0-9]{16,}"  # Stripe
-            + r"|hf_[A-Za-z0-9]{30,}"  # Hugging Face
-            + r"|npm_[A-Za-z0-9]{36})"  # npm
-            + _NOT_ALNUM_AFTER
+            r"(?<=://)(?P<user>[^/\s:@]{0,255}):(?!\[\u200c?REDACTED:|\d{1,5}/)"
+            r"(?P<value>[^\s]{0,255}?[^/\s@])@(?=[A-Za-z0-9\-.\[\]]{1,255}(?:[:/?#\s\"'`)>,;]|$))"
         ),
     ),
-    ("bearer_token", re.compile(r"(?i)(?<=bearer )[A-Za-z0-9._~+/\-]{16,}=*")),
-    # A JSON Web Token whole: its payload is data (a user, claims), its signature the secret.
-    (
-        "jwt",
-        re.compile(r"(?<![A-Za-z0-9_\-])eyJ[A-Za-z0-9_\-]{4,}\.eyJ[A-Za-z0-9_\-]{4,}\.[A-Za-z0-9_\-]{8,}"),
-    ),
+    ("bearer_token", re.compile(r"(?i)(?<=bearer )\s*(?P<value>[A-Za-z0-9._~+/\-=]{16,})")),
+    ("jwt", JWT),
     ("basic_auth", re.compile(r"(?i)(?<=basic )[A-Za-z0-9+/]{8,}={0,2}(?![A-Za-z0-9+/=])")),
     (
         "password",
@@ -91,20 +85,28 @@ PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
             # Key characters around the word are bounded: unbounded, a run of
             # "pwd" repeated was scanned to its end from every occurrence.
             r"(?i)(?<![A-Za-z0-9_-])(?:api key|[A-Za-z0-9_-]{0,40}(?:password|passwd|passphrase|pwd|secret"
-            r"|api[_-]?key|private[_-]?key"
-            r"|access[_-]?key)[A-Za-z0-9_-]{0,40}|密码|口令|密钥)[\"']?"
+            r"|api[_-]?key|private[_-]?key|access[_-]?key|auth[_-]?key)[A-Za-z0-9_-]{0,40}"
+            r"|(?-i:pass)|密码|口令|密钥|秘钥|令牌)[\"']?"
             # whose it is: "the password for the db is ...", "password of alice: ..."
             r"(?:\s+(?:for|of|to)\s+(?:the\s+|my\s+|our\s+)?[\w.@-]{1,40})?"
-            # "=", ":", "=>" (PHP, Perl), "==", ":=", "is", "is:"
-            r"(?:\s*(?:=>|==|:=|[:=：])\s*|\s+is\s*[:=]\s*|\s+is\s+" + _NOT_A_VALUE + r"|\s*是\s*)"
-            r"(?![\"']?\[\u200c?REDACTED:)"
-            r"(?P<value>\"[^\"\n]{1,200}\"|'[^'\n]{1,200}'|[^\s,;，；。]{1,200})"
-            # no separator at all ("password hunter2", on one line): only a value
-            # with a digit in it, so "password hashing" and "password field" stay
-            r"|(?<![A-Za-z0-9])(?:password|passwd|passphrase|pwd)[ \t]+(?![\"']?\[\u200c?REDACTED:)"
-            r"(?P<bare>(?=[^\s,;，；。]*\d)[^\s,;，；。]{6,200})"
-            r"|(?<![A-Za-z0-9_-])[A-Za-z0-9_-]{0,40}token[A-Za-z0-9_-]{0,40}[\"']?\s*[:=]\s*(?![\"']?\[\u200c?REDACTED:)"
-            r"(?P<token>[\"']?[A-Za-z0-9._~+/\-]{8,}={0,2}[\"']?)(?![A-Za-z0-9])"
+            # "=", ":", "=>" (PHP, Perl), "==", ":=", "is", "is:", 是, 为
+            r"(?:\s*(?:=>|==|:=|[:=：])\s*|\s+is\s*[:=]\s*|\s+is\s+" + _NOT_A_VALUE + r"|\s*[是为]\s*" + _NOT_A_VALUE
+            + r")" + _MARKER_OR_VALUE
+            # no separator at all ("password hunter2", "数据库 密码 X", "登录口令 X"):
+            # only a value with a digit or a sign in it, so "password hashing" stays
+            + r"|(?<![A-Za-z0-9])(?:password|passwd|passphrase|pwd)[ \t]+" + _NOT_MARKED
+            + r"(?P<bare>(?=[^\s,;，；。]*[\d!@#$%^&*])[^\s,;，；。\u3000-\u9fff]{6,4096})"
+            + r"|(?:密码|口令|密钥|秘钥)[ \t]+" + _NOT_MARKED
+            + r"(?P<cjk>(?=[!-~]*[\d!@#$%^&*A-Z])[!-~]{4,4096})"
+            # a command line: mysql -pSECRET, docker login -p SECRET, sshpass -p, redis-cli -a, curl -u user:pass
+            + r"|(?<![A-Za-z0-9_-])(?:mysql\w*|mariadb\w*)\b[^\n]{0,200}?\s-p(?P<mysql>[^\s'\"]{1,4096}|'[^'\n]{1,4096}'"
+            r"|\"[^\"\n]{1,4096}\")"
+            + r"|(?<![A-Za-z0-9_-])(?:login|sshpass|redis-cli|mongo\w*|psql)\b[^\n]{0,200}?\s(?:-p|-a|--password)"
+            r"(?:[ \t]+|=)" + _NOT_MARKED + r"(?P<flag>[^\s'\"]{1,4096}|'[^'\n]{1,4096}'|\"[^\"\n]{1,4096}\")"
+            + r"|(?<![A-Za-z0-9_-])curl\b[^\n]{0,200}?\s(?:-u|--user)(?:[ \t]+|=)['\"]?[^\s:'\"]{1,200}:"
+            + _NOT_MARKED + r"(?P<curl>[^\s'\"]{1,4096})"
+            + r"|(?<![A-Za-z0-9_-])[A-Za-z0-9_-]{0,40}token[A-Za-z0-9_-]{0,40}[\"']?\s*[:=]\s*" + _NOT_MARKED
+            + r"(?P<token>[\"']?[A-Za-z0-9._~+/\-=]{8,}[\"']?)(?![A-Za-z0-9])"
         ),
     ),
     (
@@ -141,18 +143,20 @@ PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
             + r"(?![0-9A-Za-z:])"
         ),
     ),
-    # Long opaque strings: 32+ hex digits, or 40+ base64 characters mixing
-    # cases and digits (a commit SHA of 40 hex digits counts: evidence keeps
-    # ``head_sha`` in its own field, never in redacted text).
-    ("secret", re.compile(_NOT_ALNUM_BEFORE + r"[0-9a-fA-F]{32,}" + _NOT_ALNUM_AFTER)),
-    (
-        "secret",
-        re.compile(
-            r"(?<![A-Za-z0-9+/_\-])(?=[A-Za-z0-9+/_\-]*[a-z])(?=[A-Za-z0-9+/_\-]*[A-Z])(?=[A-Za-z0-9+/_\-]*\d)"
-            r"[A-Za-z0-9+/_\-]{40,}={0,2}(?![A-Za-z0-9+/=_\-])"
-        ),
-    ),
+    # Strings that read as generated (``looks_random``): long hex, or mixed
+    # characters whose letters make no words -- unless a hash context explains them.
+    ("secret", re.compile(r"(?<![A-Za-z0-9+/_\-])[A-Za-z0-9+/_\-]{16,}={0,3}(?![A-Za-z0-9+/=_\-])")),
 )
+_VALUE_GROUPS = ("value", "bare", "cjk", "mysql", "flag", "curl", "token")
+
+# Which kind a merged span takes: the strongest of the findings in it.
+PRIORITY = {
+    "private_key": 100, "url_password": 90, "bearer_token": 85, "basic_auth": 85, "api_key": 80, "jwt": 75,
+    "password": 60, "secret": 40, "email": 30, "ip_address": 20,
+}  # fmt: skip
+# Kinds whose span runs on to the end of its token (no tail of a secret is kept).
+_WHOLE_TOKEN = {"api_key", "jwt", "bearer_token", "secret"}
+_TOKEN_TAIL = re.compile(r"(?:[A-Za-z0-9_\-+/=~]|\.(?=[A-Za-z0-9_\-+/=~]))*")
 
 
 # What each pattern needs the text to hold before it can match -- a literal
@@ -160,25 +164,19 @@ PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
 # match are not run (a chat message holds none of most). Each test is as
 # strict as its pattern, never stricter: a case-insensitive literal is
 # searched with the pattern's own flag, a digit as ``\d`` matches it.
-_API_KEY_PREFIXES = (
-    *("sk-", "AKIA", "github_pat_", "AIza", "glpat-", "k_live_", "k_test_", "hf_", "npm_"),
-    *(f"gh{c}_" for c in "pousr"),
-    *(f"xox{c}-" for c in "abprs"),
-)
-_SECRET_WORD = re.compile(r"(?i)pass|pwd|secret|key|token|密码|口令|密钥")
+_SECRET_WORD = re.compile(r"(?i)pass|pwd|secret|key|token|密码|口令|密钥|秘钥|令牌|mysql|mariadb|login|curl|-a")
 _BEARER, _BASIC = re.compile(r"(?i)bearer "), re.compile(r"(?i)basic ")
 _DIGIT = re.compile(r"\d")
 _NEEDS: dict[str, Callable[[str], bool]] = {
     "private_key": lambda text: "-----BEGIN " in text,
     "url_password": lambda text: "://" in text,
-    "api_key": lambda text: any(prefix in text for prefix in _API_KEY_PREFIXES),
     "bearer_token": lambda text: _BEARER.search(text) is not None,
-    "jwt": lambda text: "eyJ" in text,
+    "jwt": lambda text: "ey" in text,
     "basic_auth": lambda text: _BASIC.search(text) is not None,
     "password": lambda text: _SECRET_WORD.search(text) is not None,
     "email": lambda text: "@" in text,
     "ip_address": lambda text: ":" in text or ("." in text and _DIGIT.search(text) is not None),
-    "secret": lambda text: len(text) >= 32,
+    "secret": lambda text: len(text) >= RANDOM_MIN_CHARS,
 }
 
 
@@ -195,6 +193,7 @@ def marker(kind: str) -> str:
 
 
 MARKER = re.compile(r"\[REDACTED:[a-z_]+\]")
+_ANY_MARKER = re.compile(r"[\[［]\u200c?REDACTED:[a-z_]+[\]］]")
 MARKER_SPLIT = re.compile(r"(\[REDACTED:[a-z_]+\])")
 
 
@@ -230,30 +229,22 @@ def redact(text: str) -> Redacted:
     The patterns are ASCII. A secret written in characters that read the
     same -- full-width letters and digits (ｐａｓｓｗｏｒｄ, １９２．１６８．１．１),
     other decimal digits, characters that show nothing inside it
-    (s\u200bk-…) -- is found by a second pass: each stretch of the first
-    pass's result between its markers is read as a reader would
-    (``_as_read``), and a stretch in which that reading finds something is
-    kept as read, its findings redacted. The first pass's findings stay
-    redacted whatever the reading does to their neighbours, and what reads
-    like a marker in the reading (a typed ［REDACTED:email］) is ``unmarked``."""
+    (s\u200bk-…) -- is found by a second pass over the text as a reader
+    would read it (``_as_read``); its findings are mapped back onto the
+    text as written and join the first pass's, so the text outside them is
+    kept as written and nothing the first pass found comes back. What reads
+    like a marker in the reading (a typed ［REDACTED:email］) is no marker."""
     if not text:
         return Redacted(text or "")
-    first = _redacted(text)
-    if first.text.isascii():
-        return first
-    pieces = MARKER_SPLIT.split(first.text) if "[REDACTED:" in first.text else [first.text]
-    more: Counter[str] | None = None
-    for index in range(0, len(pieces), 2):  # the stretches; the markers at odd indexes
-        read = _as_read(pieces[index])
-        if read != pieces[index]:
-            second = _redacted(unmarked(read))
-            if second.count:
-                pieces[index] = second.text
-                more = (more or Counter()) + Counter(second.kinds)
-    if more is None:
-        return first
-    found = Counter(first.kinds) + more
-    return Redacted(text="".join(pieces), count=sum(found.values()), kinds=dict(found))
+    spans = _spans(text)
+    if not text.isascii():
+        read = _as_read(text)
+        if read != text:
+            kept = _kept_positions(text)
+            more = [Finding(kept[f.start], kept[f.end - 1] + 1, f.kind) for f in _spans(read) if f.end > f.start]
+            if more:
+                spans = _merged(text, spans + more)
+    return _replaced(text, spans)
 
 
 # The text as read: full-width forms as the ASCII they stand for (but the
@@ -268,31 +259,101 @@ _OTHER_DIGIT = re.compile(r"(?![0-9])\d")
 _SHOWS_NOTHING = re.compile(f"(?!(?<=\\[){_NOT_A_MARKER}){DEFAULT_IGNORABLE}")
 
 
+def _kept_positions(text: str) -> list[int]:
+    """Where each character of ``_as_read(text)`` stands in ``text`` (the
+    reading maps characters one to one, and drops those that show nothing)."""
+    dropped = {match.start() for match in _SHOWS_NOTHING.finditer(text)}
+    return [index for index in range(len(text)) if index not in dropped]
+
+
 def _as_read(text: str) -> str:
     text = text.translate(_FULL_WIDTH)
     text = _OTHER_DIGIT.sub(lambda digit: str(unicodedata.decimal(digit.group())), text)
     return _SHOWS_NOTHING.sub("", text)
 
 
-def _redacted(text: str) -> Redacted:
-    found: Counter[str] = Counter()
+@dataclass(frozen=True)
+class Finding:
+    start: int
+    end: int
+    kind: str
+
+
+def _pattern_findings(text: str) -> list[Finding]:
+    found = []
     for kind, pattern in PATTERNS:
         if not _NEEDS[kind](text):
             continue
+        for match in pattern.finditer(text):
+            group = next((name for name in _VALUE_GROUPS if name in pattern.groupindex and match.group(name)), None)
+            start, end = match.span(group) if group else match.span()
+            value = text[start:end]
+            if kind == "ip_address" and "::" in value and not _is_ipv6(value):
+                continue  # hex groups around "::" that make no address
+            if kind == "password" and not _is_value(value):
+                continue
+            if kind == "secret" and not (looks_random(value) and not hash_explained(text, start, end)):
+                continue
+            found.append(Finding(start, end, kind))
+    if len(text) >= 12:
+        for run in TOKEN_RUN.finditer(text):
+            for match in KNOWN_TOKEN.finditer(run.group()):
+                found.append(Finding(run.start() + match.start(), run.start() + match.end(), "api_key"))
+    return found
 
-        def replace(match: re.Match[str], kind: str = kind) -> str:
-            if kind == "ip_address" and "::" in match.group(0) and not _is_ipv6(match.group(0)):
-                return match.group(0)  # hex groups around "::" that make no address
-            found[kind] += 1
-            if kind == "password":  # keep "password=" so the text still reads
-                group = next(name for name in ("value", "bare", "token") if match.group(name) is not None)
-                return match.group(0)[: match.start(group) - match.start(0)] + marker(kind)
-            if kind == "url_password":
-                return f"{match.group(1)}:{marker(kind)}"
-            return marker(kind)
 
-        text = pattern.sub(replace, text)
-    return Redacted(text=text, count=sum(found.values()), kinds=dict(found))
+_SHORT_NUMBER = re.compile(r"^[\d/.:\-]{1,7}$")
+
+
+def _is_value(value: str) -> bool:
+    """A password's value, not what stands in for one (a placeholder, an
+    environment lookup, a question's word) nor a count ("pass: 12/12")."""
+    bare = value.strip("\"'")
+    return bool(bare) and not is_stand_in(bare) and not _SHORT_NUMBER.match(bare)
+
+
+def _merged(text: str, findings: list[Finding]) -> list[Finding]:
+    """One span per secret: a token's span runs to its end, and spans that
+    overlap (or touch) become one with the strongest kind. Spans over a
+    marker already in the text are dropped."""
+    markers = [m.span() for m in _ANY_MARKER.finditer(text)] if "REDACTED:" in text else []
+    spans = []
+    for finding in findings:
+        start, end = finding.start, finding.end
+        if finding.kind in _WHOLE_TOKEN:
+            end = _TOKEN_TAIL.match(text, end).end()
+        if any(start < m_end and m_start < end for m_start, m_end in markers):
+            continue
+        spans.append(Finding(start, end, finding.kind))
+    spans.sort(key=lambda f: (f.start, -f.end))
+    out: list[Finding] = []
+    for span in spans:
+        if out and span.start <= out[-1].end:
+            last = out[-1]
+            kind = max(last.kind, span.kind, key=PRIORITY.__getitem__)
+            out[-1] = Finding(last.start, max(last.end, span.end), kind)
+        else:
+            out.append(span)
+    return out
+
+
+def _spans(text: str) -> list[Finding]:
+    findings = _pattern_findings(text) + [Finding(*span) for span in scanner_findings(text)]
+    return _merged(text, findings)
+
+
+def _replaced(text: str, spans: list[Finding]) -> Redacted:
+    if not spans:
+        return Redacted(text=text)
+    found: Counter[str] = Counter()
+    pieces, cursor = [], 0
+    for span in spans:
+        pieces.append(text[cursor : span.start])
+        pieces.append(marker(span.kind))
+        found[span.kind] += 1
+        cursor = span.end
+    pieces.append(text[cursor:])
+    return Redacted(text="".join(pieces), count=sum(found.values()), kinds=dict(found))
 
 
 def redact_text(text: str) -> str:
