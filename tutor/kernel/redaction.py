@@ -105,7 +105,7 @@ PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
             r"(?:[ \t]+|=)" + _NOT_MARKED + r"(?P<flag>[^\s'\"]{1,4096}|'[^'\n]{1,4096}'|\"[^\"\n]{1,4096}\")"
             + r"|(?<![A-Za-z0-9_-])curl\b[^\n]{0,200}?\s(?:-u|--user)(?:[ \t]+|=)['\"]?[^\s:'\"]{1,200}:"
             + _NOT_MARKED + r"(?P<curl>[^\s'\"]{1,4096})"
-            + r"|(?<![A-Za-z0-9_-])[A-Za-z0-9_-]{0,40}token[A-Za-z0-9_-]{0,40}[\"']?\s*[:=]\s*" + _NOT_MARKED
+            + r"|(?<![A-Za-z0-9_-])[A-Za-z0-9_-]{0,40}token[A-Za-z0-9_-]{0,40}[\"']?\s*(?:[:=：]|是|为)\s*" + _NOT_MARKED
             + r"(?P<token>[\"']?[A-Za-z0-9._~+/\-=]{8,}[\"']?)(?![A-Za-z0-9])"
         ),
     ),
@@ -145,7 +145,10 @@ PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ),
     # Strings that read as generated (``looks_random``): long hex, or mixed
     # characters whose letters make no words -- unless a hash context explains them.
-    ("secret", re.compile(r"(?<![A-Za-z0-9+/_\-])[A-Za-z0-9+/_\-]{16,}={0,3}(?![A-Za-z0-9+/=_\-])")),
+    (
+        "secret",
+        re.compile(r"(?<![A-Za-z0-9+/_\-=%.])[A-Za-z0-9+/_\-%](?:[A-Za-z0-9+/_\-=%]|\.(?=[A-Za-z0-9+/_\-%])){15,}"),
+    ),
 )
 _VALUE_GROUPS = ("value", "bare", "cjk", "mysql", "flag", "curl", "token")
 
@@ -156,6 +159,7 @@ PRIORITY = {
 }  # fmt: skip
 # Kinds whose span runs on to the end of its token (no tail of a secret is kept).
 _WHOLE_TOKEN = {"api_key", "jwt", "bearer_token", "secret"}
+_JOINERS = frozenset(".:/-_@|")
 _TOKEN_TAIL = re.compile(r"(?:[A-Za-z0-9_\-+/=~]|\.(?=[A-Za-z0-9_\-+/=~]))*")
 
 
@@ -292,14 +296,27 @@ def _pattern_findings(text: str) -> list[Finding]:
                 continue  # hex groups around "::" that make no address
             if kind == "password" and not _is_value(value):
                 continue
-            if kind == "secret" and not (looks_random(value) and not hash_explained(text, start, end)):
-                continue
+            if kind == "secret":
+                start = _after_name(text, start, end)
+                value = text[start:end]
+                if not (looks_random(value) and not hash_explained(text, start, end)):
+                    continue
             found.append(Finding(start, end, kind))
     if len(text) >= 12:
         for run in TOKEN_RUN.finditer(text):
             for match in KNOWN_TOKEN.finditer(run.group()):
                 found.append(Finding(run.start() + match.start(), run.start() + match.end(), "api_key"))
     return found
+
+
+_NAME_THEN_VALUE = re.compile(r"[A-Za-z_][A-Za-z_\-]*=(?=[^=])")
+
+
+def _after_name(text: str, start: int, end: int) -> int:
+    """Where a random string's value begins: after ``name=`` when a name
+    (letters, no digits) is written onto it (``_gitlab_session=…``)."""
+    match = _NAME_THEN_VALUE.match(text, start, end)
+    return match.end() if match else start
 
 
 _SHORT_NUMBER = re.compile(r"^[\d/.:\-]{1,7}$")
@@ -328,7 +345,13 @@ def _merged(text: str, findings: list[Finding]) -> list[Finding]:
     spans.sort(key=lambda f: (f.start, -f.end))
     out: list[Finding] = []
     for span in spans:
-        if out and span.start <= out[-1].end:
+        touching = (
+            out
+            and span.start == out[-1].end + 1
+            and text[out[-1].end] in _JOINERS
+            and {span.kind, out[-1].kind} <= _WHOLE_TOKEN | {"password"}
+        )
+        if out and (span.start <= out[-1].end or touching):
             last = out[-1]
             kind = max(last.kind, span.kind, key=PRIORITY.__getitem__)
             out[-1] = Finding(last.start, max(last.end, span.end), kind)

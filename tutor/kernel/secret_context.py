@@ -34,7 +34,7 @@ _HASH_PREFIXED = re.compile(r"(?i)(?:sha(?:1|224|256|384|512)|md5|h1)[-:~]")
 _HASH_SUFFIX = re.compile(
     r"^(?: {1,2}\*?(?:[A-Za-z0-9_\-]*[./][A-Za-z0-9_./\-]*|-)$| \((?:HEAD|tag:|origin/)| refs/)"
 )
-_LINE_PREFIX_CHARS = 80
+_LINE_PREFIX_CHARS = 160
 
 
 def hash_explained(text: str, start: int, end: int) -> bool:
@@ -42,6 +42,8 @@ def hash_explained(text: str, start: int, end: int) -> bool:
     token = text[start:end]
     if _HASH_PREFIXED.match(token):
         return True
+    if "/" in token and _HASH_WORDS.search(token[: token.rfind("/")].replace("/", " ")):
+        return True  # a path to a hash: …/commit/<sha>, …/blob/<sha>
     line_start = text.rfind("\n", 0, start) + 1
     line_end = text.find("\n", end)
     line_end = len(text) if line_end < 0 else line_end
@@ -61,7 +63,7 @@ def hash_explained(text: str, start: int, end: int) -> bool:
 # references to where it is kept, and the words of a question about it.
 _PLACEHOLDER = re.compile(
     r"(?i)^[\"'`]?(?:x{3,}|\*{3,}|\.{3}|…|<[^<>]*>|\[[^\[\]]*\]|\$\{\{?[^}]*\}?\}|\$[A-Za-z_]\w*|\{\{[^}]*\}\}"
-    r"|%\(?\w*\)?s|your[\w\-. ]*|my[\w\-]*|changeme|change[_\-]me|example[\w\-]*|placeholder|dummy|redacted"
+    r"|%\(?\w*\)?s|your[\w\-. ]*|my[_\- ]?(?:key|token|secret|password|pass|api[_\-]?key)|changeme|change[_\-]me|example[\w\-]*|placeholder|dummy|redacted"
     r"|none|null|nil|true|false|undefined|secret|password|passwd|token|key|string|str|env|required|optional"
     r"|(?:os\.)?(?:environ|getenv)\b.*|process\.env\b.*|env\(.*|settings\.\w+|config\.\w+)[\"'`,;)]*$"
 )
@@ -81,7 +83,7 @@ def is_stand_in(value: str) -> bool:
 
 _UUID = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")
 _HEX = re.compile(r"^[0-9a-fA-F]+$")
-_SEGMENT_SPLIT = re.compile(r"[/_\-+.~]")
+_SEGMENT_SPLIT = re.compile(r"[/_\-+.~=%]")
 _CAMEL = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
 _VOWELS = set("aeiouyAEIOUY")
 RANDOM_MIN_CHARS = 16
@@ -92,6 +94,28 @@ def _entropy(text: str) -> float:
     counts = Counter(text)
     n = len(text)
     return -sum(c / n * math.log2(c / n) for c in counts.values())
+
+
+# The commonest letter pairs of English words: a run of letters made of
+# them reads as words; a generated string is mostly made of other pairs.
+_COMMON_PAIRS = frozenset(
+    "th he in er an re on at en nd ti es or te of ed is it al ar st to nt ng se ha as ou io le ve co me de hi ri"
+    " ro ic ne ea ra ce li ch ll be ma si om ur ca el ta la ns di fo ho pe ec pr no ct us ac ot il tr ly nc et ut"
+    " ss so rs un lo wa ge ie wh ee wi em ad ol rt po we na ul ni ts mo ow pa im mi ai sh ir su id os iv ia am fi"
+    " ci vi pl ig tu ev ld ry mp fe bl ab gh ty op wo sa ay ex ke fr oo av ag if ap gr od bo sp rd do uc bu ei ov"
+    " by rm ep tt oc fa ef cu rn sc gi da yo cr cl du ga qu ue ff ba ey ls va um pp ua up lu go ht ru ug ds lt pi"
+    " rc rr eg au ck ew mu br bi pt ak pu ui rg ib tl ny ki rk ys ob mm fu ph og ms ye ud mb ip ub oi rl gu dr hr"
+    " cc tw ft wn nu af hu nn eo vo rv nf xp gn sm fl iz ok nl my gl aw ju oa eq sy sl ps jo lf nv je nk kn gs dy"
+    " hy ze ks xt bs ik dd cy rp sk xi oe oy ws lv dl rf eu dg wr xa yi nm eb rb tm xc eh tc gy ja hn yp za".split()
+)
+
+
+def uncommon_pairs(token: str) -> float:
+    """The share of a token's letter pairs that English words seldom hold."""
+    pairs = [p for run in re.findall(r"[a-z]{2,}", token.lower()) for p in zip(run, run[1:], strict=False)]
+    if len(pairs) < 6:
+        return 0.0
+    return sum(a + b not in _COMMON_PAIRS for a, b in pairs) / len(pairs)
 
 
 def _wordy(piece: str) -> bool:
@@ -127,7 +151,8 @@ def decodes_to_text(token: str) -> bool:
         return False
     printable = sum(c.isprintable() or c in "\n\t" for c in decoded)
     letters = sum(c.isalpha() or c == " " for c in decoded)
-    return printable == len(decoded) and letters >= 0.6 * len(decoded) and " " in decoded
+    wide = sum(ord(c) > 0x2E80 for c in decoded)
+    return printable == len(decoded) and letters >= 0.6 * len(decoded) and (" " in decoded or wide >= len(decoded) / 2)
 
 
 def looks_random(token: str) -> bool:
@@ -144,7 +169,8 @@ def looks_random(token: str) -> bool:
         return False
     segments = [s for s in _SEGMENT_SPLIT.split(core) if s]
     longest = max((len(s) for s in segments), default=0)
-    if longest < 10:
+    mixed = sum(bool(re.search(r"\d", s)) and bool(re.search(r"[A-Za-z]", s)) and len(s) >= 4 for s in segments)
+    if longest < 10 and mixed < 3:
         return False
     letters = [p for s in segments for p in _CAMEL.findall(s) if p.isalpha()]
     unwordy = sum(len(p) for p in letters if not _wordy(p))
@@ -154,5 +180,8 @@ def looks_random(token: str) -> bool:
     if entropy < 3.0:
         return False
     if switch_rate >= 0.3 and digits >= 2:
+        return True
+    rare = uncommon_pairs(core)
+    if rare >= 0.5 or (rare >= 0.4 and (digits or switch_rate >= 0.2)):
         return True
     return unwordy >= 0.4 * sum(c.isalpha() for c in core) and entropy >= 3.5

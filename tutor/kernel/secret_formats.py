@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 
 # Characters a token is written with; a run of them is where a token can be.
-TOKEN_CHARS = r"A-Za-z0-9_\-+/=.~:%"
+TOKEN_CHARS = r"A-Za-z0-9_\-+/=.~:%@"
 TOKEN_RUN = re.compile(f"[{TOKEN_CHARS}]{{12,}}")
 
 _B = r"(?<![A-Za-z0-9])"  # no letter or digit right before
@@ -33,19 +33,20 @@ _FORMATS = (
     # code hosting: GitHub, GitLab (every prefix), Bitbucket and Atlassian, Sourcegraph
     r"gh[pousr]_[A-Za-z0-9]{30,}", r"github_pat_[A-Za-z0-9_]{40,}",
     r"gl(?:pat|dt|rt|ptt|ft|imt|oas|soat|cbt|ffct|agent|wt|isd)-[A-Za-z0-9_\-.]{15,}", r"GR1348941[\w\-]{20}",
-    r"AT(?:ATT|CTT|BB)[A-Za-z0-9_\-=]{24,}", r"sgp_[A-Za-z0-9_]{40,}",
+    r"AT(?:ATT|CTT)[A-Za-z0-9_\-=]{24,}", r"ATBB[A-Za-z0-9_\-=]{12,}", r"sgp_[A-Za-z0-9_]{40,}",
     # chat and mail: Slack tokens and webhooks, Discord bot tokens and webhooks, Telegram bot
     # tokens, SendGrid, Sendinblue, Mailgun, Mailchimp
     r"xox[abeoprs]-[A-Za-z0-9\-]{10,}", r"xoxe\.xox[bp]-[A-Za-z0-9\-]{20,}", r"xapp-\d-[A-Za-z0-9\-]{10,}",
-    r"hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9+/_\-]{20,}",
+    r"(?:https?://)?hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9+/_\-]{20,}",
+    r"(?:https?://)?[\w\-]+\.webhook\.office\.com/webhookb2/[\w@\-]{20,}(?:/[\w@\-/]+)?",
     r"[MNO][A-Za-z0-9_\-]{23,27}\.[A-Za-z0-9_\-]{6}\.[A-Za-z0-9_\-]{27,40}",
-    r"discord(?:app)?\.com/api/webhooks/\d+/[A-Za-z0-9_\-]{20,}",
+    r"(?:https?://)?discord(?:app)?\.com/api/webhooks/\d+/[A-Za-z0-9_\-]{20,}",
     r"\d{5,16}:A[A-Za-z0-9_\-]{32,36}",
-    r"SG\.[A-Za-z0-9_\-=]{16,32}\.[A-Za-z0-9_\-=]{16,64}", r"xkeysib-[a-f0-9]{64}-[A-Za-z0-9]{16}",
+    r"SG\.[A-Za-z0-9_\-=.]{40,}", r"xkeysib-[a-f0-9]{64}-[A-Za-z0-9]{16}",
     r"(?:pub)?key-[a-f0-9]{32}", r"[a-f0-9]{32}-us\d{1,2}",
     # payments: Stripe (secret, restricted, webhook), Square, Shippo, Flutterwave, Duffel, EasyPost
     r"(?:sk|rk)_(?:live|test|prod)_[A-Za-z0-9]{10,}", r"whsec_[A-Za-z0-9]{20,}",
-    r"(?:EAAA|sq0atp-|sq0csp-|sq0idp-|sq0idb-)[\w\-]{22,60}", r"shippo_(?:live|test)_[a-fA-F0-9]{40}",
+    r"(?:sandbox-)?(?:EAAA|sq0atp-|sq0csp-|sq0idp-|sq0idb-)[\w\-]{16,60}", r"shippo_(?:live|test)_[a-fA-F0-9]{40}",
     r"FLW(?:SECK|PUBK)_TEST-[a-hA-H0-9]{12,32}(?:-X)?", r"duffel_(?:test|live)_[\w\-=]{40,}",
     r"EZ[AT]K[A-Za-z0-9]{54}",
     # databases and platforms: PlanetScale, Databricks, DigitalOcean, Doppler, Dynatrace, Heroku,
@@ -64,7 +65,7 @@ _FORMATS = (
     # OpenShift, Airtable, Adobe, ClickHouse, Cloudflare origin CA, Frame.io, Typeform, Contentful,
     # Harness, Intra42, Yandex, Facebook, Twitter bearer, Dropbox, Mapbox, Authress
     r"glc_[A-Za-z0-9+/]{32,}={0,3}", r"glsa_[A-Za-z0-9]{32}_[A-Fa-f0-9]{8}", r"eyJrIjoi[A-Za-z0-9]{60,}={0,3}",
-    r"sntry[us]_[A-Za-z0-9+/=_]{40,}", r"NR(?:AK|II|JS|RA)-[A-Za-z0-9\-]{19,}", r"PMAK-[a-f0-9]{24}-[a-f0-9]{34}",
+    r"sntry[us]_[A-Za-z0-9+/=_]{40,}", r"NR(?:AK|II|JS|RA)-[\w\-]{19,}", r"PMAK-[a-f0-9]{24}-[a-f0-9]{34}",
     r"lin_(?:api|oauth)_[A-Za-z0-9]{40}", r"(?:ntn|secret)_[A-Za-z0-9]{40,}", r"figd_[\w\-]{40}",
     r"API-[A-Z0-9]{26}", r"ico-[A-Za-z0-9]{32}", r"tk-us-[\w\-]{48}", r"sm_(?:aat|pat|sat)_[A-Za-z0-9]{16}",
     r"shp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}", r"SK[0-9a-fA-F]{32}", r"AGE-SECRET-KEY-1[0-9A-Z]{58}",
@@ -75,6 +76,8 @@ _FORMATS = (
     r"(?:pat|sat)\.[\w\-]{22}\.[A-Za-z0-9]{24}\.[A-Za-z0-9]{20}", r"s-s4t2(?:ud|af)-[a-f0-9]{64}",
     r"AQVN[\w\-]{35,38}", r"YC[\w\-]{38}", r"t1\.[\w\-]+=*\.[\w\-]{86}=*", r"EAA[MC][A-Za-z0-9]{100,}",
     r"A{22}[A-Za-z0-9%]{60,}", r"sl\.[A-Za-z0-9_\-=]{120,}", r"[ps]k\.eyJ[A-Za-z0-9._\-]{50,}",
+    r"\d{15,25}-[A-Za-z0-9]{20,40}", r"dnkey-[\w=\-]{26}-[\w=\-]{52}", r"\d{1,4}/\d{10,}(?::[A-Za-z0-9]{20,})?",
+    r"rzp_(?:live|test)_[A-Za-z0-9]{14,}", r"pgar_[A-Za-z0-9]{20,}", r"sk_[A-Za-z0-9]{20,}",
     r"(?:sc|ext|scauth|authress)_[A-Za-z0-9]{5,30}\.[a-z0-9]{4,6}\.acc[_\-][a-z0-9\-]{10,32}\.[\w+/=\-]{30,120}",
 )  # fmt: skip
 

@@ -125,7 +125,8 @@ def _locate(found: list, text: str, base: int, piece: str, value: str, secret_ty
 
 def _kept(secret_type: str, value: str, text: str, start: int, end: int) -> bool:
     if secret_type == "Secret Keyword":
-        return not is_stand_in(value.strip("\"'")) and len(value.strip("\"'")) > 3
+        bare = value.strip("\"'")
+        return len(bare) > 3 and not is_stand_in(bare) and not any(c.isspace() for c in bare)
     if secret_type in _ENTROPY:
         return not hash_explained(text, start, end) and not decodes_to_text(value)
     return True

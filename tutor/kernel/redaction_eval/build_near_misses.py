@@ -38,7 +38,7 @@ def digests(rng: random.Random) -> dict[str, str]:
 def commit_shas(d: dict, short: str) -> list[tuple[str, str]]:
     sha = d["sha1"]
     return [
-        ("commit_sha", f"commit {sha}\nAuthor: Li Wei <li.wei@example.edu.cn>"),
+        ("commit_sha", f"commit {sha}\nAuthor: Li Wei\nDate:   Mon May 6 10:12:03 2024 +0800"),
         ("commit_sha", f"git checkout {sha} and the tests pass again"),
         ("commit_sha", f"HEAD is now at {sha[:7]} fix first() on empty arrays"),
         ("commit_sha", f"{sha} (HEAD -> main, origin/main) Fix first() on empty arrays"),

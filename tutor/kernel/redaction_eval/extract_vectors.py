@@ -286,7 +286,11 @@ def detect_secrets(repo: Path) -> list[dict]:
     return rows
 
 
-_NOT_A_VALUE = re.compile(r"[\s\"'`<>|{}()$\\]|(?i:x{4,})|\*{3}|^https?://[\w.\-]+(?::\d+)?/?$")
+_NOT_A_VALUE = re.compile(
+    r"[\s\"'`<>|{}()$\\]|(?i:x{4,})|\*{3}|%\w+%|^[a-z][a-z0-9+.\-]*://[\w.\-]+(?::\d+)?(?:/[A-Za-z_]*)?$"
+    r"|^[a-z0-9.\-]+\.[a-z]{2,}(?::\d+)?$|^[A-Za-z.]+$"
+)
+_NAME_PREFIX = re.compile(r"^[A-Za-z_][A-Za-z_\-]*=(?=\S{8,}$)")
 _USER_PREFIX = re.compile(r"^[A-Za-z][\w.\-]{0,30}:(?=\S{8,}$)(?!//)")
 
 
@@ -297,6 +301,10 @@ def cleaned(secret: str) -> str | None:
     if "PRIVATE KEY" in secret:
         return secret
     secret = _USER_PREFIX.sub("", secret) if not secret.startswith(("http", "ftp")) else secret
+    secret = _NAME_PREFIX.sub("", secret)
+    userinfo = re.match(r"^\w+://[^:/@\s]*:([^@\s]+)@", secret)
+    if userinfo:  # a URL's password is the secret; its user and host are not
+        secret = userinfo.group(1)
     if _NOT_A_VALUE.search(secret) or len(secret) < MIN_CHARS:
         return None
     return secret
