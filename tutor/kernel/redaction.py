@@ -106,7 +106,7 @@ PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
             + r"|(?<![A-Za-z0-9_-])curl\b[^\n]{0,200}?\s(?:-u|--user)(?:[ \t]+|=)['\"]?[^\s:'\"]{1,200}:"
             + _NOT_MARKED + r"(?P<curl>[^\s'\"]{1,4096})"
             + r"|(?<![A-Za-z0-9_-])[A-Za-z0-9_-]{0,40}token[A-Za-z0-9_-]{0,40}[\"']?\s*(?:[:=：]|是|为)\s*" + _NOT_MARKED
-            + r"(?P<token>[\"']?[A-Za-z0-9._~+/\-=]{8,}[\"']?)(?![A-Za-z0-9])"
+            + r"(?P<token>[\"']?[A-Za-z0-9._~+/\-=:]{8,}[\"']?)(?![A-Za-z0-9])"
         ),
     ),
     (
@@ -160,7 +160,9 @@ PRIORITY = {
 # Kinds whose span runs on to the end of its token (no tail of a secret is kept).
 _WHOLE_TOKEN = {"api_key", "jwt", "bearer_token", "secret"}
 _JOINERS = frozenset(".:/-_@|")
-_TOKEN_TAIL = re.compile(r"(?:[A-Za-z0-9_\-+/=~]|\.(?=[A-Za-z0-9_\-+/=~]))*")
+_TOKEN_TAIL = re.compile(r"(?:[A-Za-z0-9_\-+/=~]|[.:!?\]@](?=[A-Za-z0-9_\-+/~]))*")
+# ... and begins at its beginning: "00MMW9rR!gZTT…" is one token, not "!gZTT…".
+_TOKEN_HEAD = re.compile(r"[A-Za-z0-9_\-+/~]+[.!?\]@]$")
 
 
 # What each pattern needs the text to hold before it can match -- a literal
@@ -339,6 +341,9 @@ def _merged(text: str, findings: list[Finding]) -> list[Finding]:
         start, end = finding.start, finding.end
         if finding.kind in _WHOLE_TOKEN:
             end = _TOKEN_TAIL.match(text, end).end()
+            head = _TOKEN_HEAD.search(text, max(0, start - 64), start)
+            if head:
+                start = head.start()
         if any(start < m_end and m_start < end for m_start, m_end in markers):
             continue
         spans.append(Finding(start, end, finding.kind))

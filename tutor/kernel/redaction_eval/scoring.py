@@ -124,11 +124,13 @@ def placements(vectors: list[dict]) -> list[Placement]:
     return out
 
 
-def outcome(secret: str, redacted: str) -> str:
+def outcome(secret: str, redacted: str, around: str = "") -> str:
+    """``around`` is the text the secret was placed in, without it: a run
+    that stands there too ("https://" of a webhook in a curl line) is no leak."""
     if secret in redacted:
         return "missed"
-    runs = range(max(1, len(secret) - PARTIAL_RUN + 1))
-    if any(secret[i : i + PARTIAL_RUN] in redacted for i in runs):
+    runs = (secret[i : i + PARTIAL_RUN] for i in range(max(1, len(secret) - PARTIAL_RUN + 1)))
+    if any(run in redacted and run not in around for run in runs):
         return "partial"
     return "caught"
 
@@ -156,7 +158,8 @@ def evaluate(name: str, redact: Callable[[str], str], cases: list[Placement], ne
     report = Report(name)
     started = time.perf_counter()
     for case in cases:
-        result = outcome(case.vector["secret"], redact(case.text))
+        around = case.text.replace(case.vector["secret"], " ")
+        result = outcome(case.vector["secret"], redact(case.text), around)
         keys = [("all", "all"), ("source", case.vector["source"]), ("context", case.context),
                 ("language", case.language), ("context", f"{case.context}/{case.language}")]  # fmt: skip
         for key in keys:
