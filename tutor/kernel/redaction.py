@@ -147,7 +147,7 @@ PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     # characters whose letters make no words -- unless a hash context explains them.
     (
         "secret",
-        re.compile(r"(?<![A-Za-z0-9+/_\-=%.])[A-Za-z0-9+/_\-%](?:[A-Za-z0-9+/_\-=%]|\.(?=[A-Za-z0-9+/_\-%])){15,}"),
+        re.compile(r"(?<![A-Za-z0-9+/_\-=%.])[A-Za-z0-9+/_\-%](?:[A-Za-z0-9+/_\-=%]|\.{1,3}(?=[A-Za-z0-9+/_\-%])){15,}"),
     ),
 )
 _VALUE_GROUPS = ("value", "bare", "cjk", "mysql", "flag", "curl", "token")
@@ -160,9 +160,9 @@ PRIORITY = {
 # Kinds whose span runs on to the end of its token (no tail of a secret is kept).
 _WHOLE_TOKEN = {"api_key", "jwt", "bearer_token", "secret"}
 _JOINERS = frozenset(".:/-_@|")
-_TOKEN_TAIL = re.compile(r"(?:[A-Za-z0-9_\-+/=~]|[.:!?\]@](?=[A-Za-z0-9_\-+/~]))*")
+_TOKEN_TAIL = re.compile(r"(?:[A-Za-z0-9_\-+/=~]|[.:!?\]@]{1,3}(?=[A-Za-z0-9_\-+/~]))*")
 # ... and begins at its beginning: "00MMW9rR!gZTT…" is one token, not "!gZTT…".
-_TOKEN_HEAD = re.compile(r"[A-Za-z0-9_\-+/~]+[.!?\]@]$")
+_TOKEN_HEAD = re.compile(r"(?:[A-Za-z0-9_\-+/~]+[.!?\]@]{1,3})?[A-Za-z0-9_\-+/~]*$")
 
 
 # What each pattern needs the text to hold before it can match -- a literal
@@ -290,7 +290,8 @@ def _pattern_findings(text: str) -> list[Finding]:
     for kind, pattern in PATTERNS:
         if not _NEEDS[kind](text):
             continue
-        for match in pattern.finditer(text):
+        matches = _password_matches(text) if kind == "password" else pattern.finditer(text)
+        for match in matches:
             group = next((name for name in _VALUE_GROUPS if name in pattern.groupindex and match.group(name)), None)
             start, end = match.span(group) if group else match.span()
             value = text[start:end]
@@ -309,6 +310,37 @@ def _pattern_findings(text: str) -> list[Finding]:
             for match in KNOWN_TOKEN.finditer(run.group()):
                 found.append(Finding(run.start() + match.start(), run.start() + match.end(), "api_key"))
     return found
+
+
+# Every alternative of the password pattern begins where a name begins
+# (no name character before it) at most 40 characters before one of these
+# words, or at the word itself: it is tried there only, not at every
+# position (1.5 ms of a 2 KB message before).
+_PASSWORD_WORD = re.compile(
+    r"(?i)pass|pwd|secret|key|token|密码|口令|密钥|秘钥|令牌|mysql|mariadb|login|sshpass|redis-cli|mongo|psql|curl"
+)
+_NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-")
+
+
+def _password_matches(text: str):
+    pattern = dict(PATTERNS)["password"]
+    starts: set[int] = set()
+    for word in _PASSWORD_WORD.finditer(text):
+        starts.add(word.start())
+        start = word.start()
+        while start > 0 and word.start() - start <= 41 and text[start - 1] in _NAME_CHARS:
+            start -= 1
+        starts.add(start)
+        if text[max(0, word.start() - 4) : word.start()].lower() == "api ":
+            starts.add(word.start() - 4)
+    end = -1
+    for start in sorted(starts):
+        if start < end:
+            continue
+        match = pattern.match(text, start)
+        if match:
+            end = match.end()
+            yield match
 
 
 _NAME_THEN_VALUE = re.compile(r"[A-Za-z_][A-Za-z_\-]*=(?=[^=])")
@@ -341,8 +373,8 @@ def _merged(text: str, findings: list[Finding]) -> list[Finding]:
         start, end = finding.start, finding.end
         if finding.kind in _WHOLE_TOKEN:
             end = _TOKEN_TAIL.match(text, end).end()
-            head = _TOKEN_HEAD.search(text, max(0, start - 64), start)
-            if head:
+            head = _TOKEN_HEAD.search(text, max(0, start - 256), start)
+            if head and head.start() < start and head.group()[:1] not in "-_":
                 start = head.start()
         if any(start < m_end and m_start < end for m_start, m_end in markers):
             continue

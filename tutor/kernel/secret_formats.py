@@ -38,7 +38,7 @@ _FORMATS = (
     # tokens, SendGrid, Sendinblue, Mailgun, Mailchimp
     r"xox[abeoprs]-[A-Za-z0-9\-]{10,}", r"xoxe\.xox[bp]-[A-Za-z0-9\-]{20,}", r"xapp-\d-[A-Za-z0-9\-]{10,}",
     r"(?:https?://)?hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9+/_\-]{20,}",
-    r"(?:https?://)?[\w\-]+\.webhook\.office\.com/webhookb2/[\w@\-]{20,}(?:/[\w@\-/]+)?",
+    r"(?:https?://)?[\w\-]{1,63}\.webhook\.office\.com/webhookb2/[\w@\-]{20,}(?:/[\w@\-/]+)?",
     r"[MNO][A-Za-z0-9_\-]{23,27}\.[A-Za-z0-9_\-]{6}\.[A-Za-z0-9_\-]{27,40}",
     r"(?:https?://)?discord(?:app)?\.com/api/webhooks/\d+/[A-Za-z0-9_\-]{20,}",
     r"\d{5,16}:A[A-Za-z0-9_\-]{32,36}",
@@ -55,7 +55,7 @@ _FORMATS = (
     r"dp\.(?:pt|st|sa|ct|scim|audit)\.[A-Za-z0-9]{40,44}", r"dt0c01\.[A-Za-z0-9]{24}\.[A-Za-z0-9]{64}",
     r"HRKU-AA[0-9A-Za-z_\-]{58}", r"fo1_[\w\-]{43}", r"fm[12][ar]?_[A-Za-z0-9+/]{100,}={0,3}",
     r"hv[sb]\.[\w\-]{90,}", r"[A-Za-z0-9]{14}\.atlasv1\.[\w\-=]{60,70}", r"pul-[a-f0-9]{40}",
-    r"sbp_[a-f0-9]{40}", r"rnd_[A-Za-z0-9]{30,}", r"nfp_[A-Za-z0-9]{36,}", r"tskey-[a-z]+-[A-Za-z0-9_\-]{16,}",
+    r"sbp_[a-f0-9]{40}", r"rnd_[A-Za-z0-9]{30,}", r"nfp_[A-Za-z0-9]{36,}", r"tskey-[a-z]{1,20}-[A-Za-z0-9_\-]{16,}",
     # package registries: npm, PyPI, RubyGems, Clojars, JFrog Artifactory, ReadMe, Prefect
     r"npm_[A-Za-z0-9]{36}", r"pypi-AgEIcHlwaS5vcmc[\w\-]{50,}", r"rubygems_[a-f0-9]{48}",
     r"CLOJARS_[A-Za-z0-9]{60}", r"AKCp[A-Za-z0-9]{60,}", r"cmVmd[A-Za-z0-9]{50,}", r"rdme_[a-z0-9]{70}",
@@ -74,7 +74,7 @@ _FORMATS = (
     r"pat[A-Za-z0-9]{14}\.[a-f0-9]{64}", r"p8e-[A-Za-z0-9]{32}", r"4b1d[A-Za-z0-9]{38}",
     r"v1\.0-[a-f0-9]{24}-[a-f0-9]{146}", r"fio-u-[\w\-=]{64}", r"tfp_[\w\-.=]{59}", r"CFPAT-[\w\-]{43}",
     r"(?:pat|sat)\.[\w\-]{22}\.[A-Za-z0-9]{24}\.[A-Za-z0-9]{20}", r"s-s4t2(?:ud|af)-[a-f0-9]{64}",
-    r"AQVN[\w\-]{35,38}", r"YC[\w\-]{38}", r"t1\.[\w\-]+=*\.[\w\-]{86}=*", r"EAA[MC][A-Za-z0-9]{100,}",
+    r"AQVN[\w\-]{35,38}", r"YC[\w\-]{38}", r"t1\.[\w\-]{1,200}=*\.[\w\-]{86}=*", r"EAA[MC][A-Za-z0-9]{100,}",
     r"A{22}[A-Za-z0-9%]{60,}", r"sl\.[A-Za-z0-9_\-=]{120,}", r"[ps]k\.eyJ[A-Za-z0-9._\-]{50,}",
     r"\d{15,25}-[A-Za-z0-9]{20,40}", r"dnkey-[\w=\-]{26}-[\w=\-]{52}", r"\d{1,4}/\d{10,}(?::[A-Za-z0-9]{20,})?",
     r"rzp_(?:live|test)_[A-Za-z0-9]{14,}", r"pgar_[A-Za-z0-9]{20,}", r"sk_[A-Za-z0-9]{20,}",

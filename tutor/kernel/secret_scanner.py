@@ -70,11 +70,10 @@ def scanner_findings(text: str) -> list[tuple[int, int, str]]:
     offset = 0
     for line in text.split("\n"):
         if len(line) >= 8 and _WORTH_SCANNING.search(line):
+            token_windows = _token_windows(line)
             for secret_type, plugin, kwargs in _plugins():
-                if secret_type == "Secret Keyword":
-                    pieces = _keyword_windows(line)
-                else:
-                    pieces = [(0, line)]
+                pieces = _keyword_windows(line) if secret_type == "Secret Keyword" else token_windows
+
                 for base, piece in pieces:
                     for value in _values(secret_type, plugin, kwargs, piece):
                         _locate(found, text, offset + base, piece, value, secret_type)
@@ -111,6 +110,23 @@ def _keyword_windows(line: str) -> list[tuple[int, str]]:
         if len(windows) == KEYWORD_WINDOWS:
             break
     return windows
+
+
+# The other plugins look for a token, with a name or a quote before it:
+# each is shown the tokens of a line with what stands before them.
+_TOKEN = re.compile(r"[A-Za-z0-9_\-+/=.~:%@]{12,}")
+TOKEN_CONTEXT_CHARS = 48
+
+
+def _token_windows(line: str) -> list[tuple[int, str]]:
+    windows: list[list[int]] = []
+    for token in _TOKEN.finditer(line):
+        start, end = max(0, token.start() - TOKEN_CONTEXT_CHARS), min(len(line), token.end() + 1)
+        if windows and start <= windows[-1][1]:
+            windows[-1][1] = end
+        else:
+            windows.append([start, end])
+    return [(start, line[start:end]) for start, end in windows]
 
 
 def _locate(found: list, text: str, base: int, piece: str, value: str, secret_type: str) -> None:
