@@ -159,6 +159,7 @@ PRIORITY = {
 }  # fmt: skip
 # Kinds whose span runs on to the end of its token (no tail of a secret is kept).
 _WHOLE_TOKEN = {"api_key", "jwt", "bearer_token", "secret"}
+_PERSONAL = frozenset({"email", "ip_address"})
 _JOINERS = frozenset(".:/-_@|")
 _TOKEN_TAIL = re.compile(r"(?:[A-Za-z0-9_\-+/=~]|[.:!?\]@]{1,3}(?=[A-Za-z0-9_\-+/~]))*")
 # ... and begins at its beginning: "00MMW9rR!gZTT…" is one token, not "!gZTT…".
@@ -368,8 +369,11 @@ def _merged(text: str, findings: list[Finding]) -> list[Finding]:
     overlap (or touch) become one with the strongest kind. Spans over a
     marker already in the text are dropped."""
     markers = [m.span() for m in _ANY_MARKER.finditer(text)] if "REDACTED:" in text else []
+    secrets = [f for f in findings if f.kind not in _PERSONAL]
     spans = []
     for finding in findings:
+        if finding.kind in _PERSONAL and any(f.start < finding.end and finding.start < f.end for f in secrets):
+            continue  # "pw@host" of scheme://user:pw@host is a password and a host, not an address
         start, end = finding.start, finding.end
         if finding.kind in _WHOLE_TOKEN:
             end = _TOKEN_TAIL.match(text, end).end()

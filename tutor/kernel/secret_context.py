@@ -151,6 +151,8 @@ def decodes_to_text(token: str) -> bool:
         return False
     printable = sum(c.isprintable() or c in "\n\t" for c in decoded)
     letters = sum(c.isalpha() or c == " " for c in decoded)
+    if re.match(r"^[^\s:]{1,64}:\S", decoded):
+        return False  # user:password, as Basic auth encodes it
     wide = sum(ord(c) > 0x2E80 for c in decoded)
     return printable == len(decoded) and letters >= 0.6 * len(decoded) and (" " in decoded or wide >= len(decoded) / 2)
 
