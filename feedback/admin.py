@@ -152,6 +152,7 @@ class SubmissionAdmin(QueueRowsAdmin, CourseScopedAdmin, ReadOnlyAdmin):
         "snapshot_hash",
         "created_at",
         "evidence_overview",
+        "redactions_per_field",
         "evidence_as_files",
     ]
     readonly_fields = fields
@@ -185,13 +186,21 @@ class SubmissionAdmin(QueueRowsAdmin, CourseScopedAdmin, ReadOnlyAdmin):
         review_request(submission=submission, user=request.user, is_staff=True, force=True)
         return gettext("Queued a fresh review of submission #%(seq)s.") % {"seq": submission.submission_seq}
 
+    @admin.display(description=_("redactions"))
+    def redactions_per_field(self, submission):
+        """What was redacted before the evidence was stored, per field (SPEC §2)."""
+        counts = submission.evidence_redactions or {}
+        if not counts:
+            return gettext("none")
+        return ", ".join(f"{field} ×{n}" for field, n in sorted(counts.items()))
+
     @admin.display(description=_("evidence"))
     def evidence_overview(self, submission):
         return evidence_summary(submission.evidence)
 
     @admin.display(description=_("evidence as files"))
     def evidence_as_files(self, submission):
-        return evidence_files(submission.evidence)
+        return evidence_files(submission.evidence, submission.evidence_redactions)
 
     @admin.action(description=_("Force a fresh review (bypasses the cache)"), permissions=["decide"])
     def force_rereview(self, request, queryset):
@@ -391,7 +400,7 @@ class ReviewAttemptAdmin(QueueRowsAdmin, CourseScopedAdmin, ReadOnlyAdmin):
             "form": form,
             "criteria_html": criteria_table(base.result if base else attempt.result),
             "evidence": evidence_summary(submission.evidence),
-            "evidence_html": evidence_files(submission.evidence),
+            "evidence_html": evidence_files(submission.evidence, submission.evidence_redactions),
         }
         return TemplateResponse(request, "admin/feedback/verdict.html", context)
 

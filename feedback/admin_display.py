@@ -101,17 +101,16 @@ def _file_block(name: str, text: str, *, css: str = ""):
     )
 
 
-def redaction_counts(evidence) -> str:
-    """Per field, how many secrets were replaced before storage, when the
-    stored evidence carries the counts (``redactions``: {field: n})."""
-    counts = evidence.get("redactions") if isinstance(evidence, dict) else None
+def redaction_counts(counts) -> str:
+    """Per field, how many secrets were replaced before the evidence was
+    stored (``Submission.evidence_redactions``, SPEC §2)."""
     if not isinstance(counts, dict) or not counts:
         return ""
-    text = ", ".join(f"{field} {n}" for field, n in sorted(counts.items()) if n)
+    text = ", ".join(f"{field} ×{n}" for field, n in sorted(counts.items()) if n)
     return format_html('<p class="evidence-redactions">{} {}</p>', _("Redacted before storage:"), text or "0")
 
 
-def evidence_files(evidence):
+def evidence_files(evidence, redactions=None):
     """The evidence as files (SPEC §8): the report as text, each file a block
     with line numbers and its size, the CI part as status, exit code and log
     tail. Staff see all of it (SPEC §9: hidden checks hide from students)."""
@@ -132,7 +131,7 @@ def evidence_files(evidence):
         ci_html = format_html('<p class="evidence-ci">{}</p>', _("No CI result."))
     return format_html(
         '<div class="evidence">{}{}{}{}</div>',
-        redaction_counts(evidence),
+        redaction_counts(redactions),
         _file_block("REPORT", str(evidence.get("report") or ""), css="report"),
         format_html_join("", "{}", ((_file_block(path, str(text)),) for path, text in sorted(files.items()))),
         ci_html,

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from typing import Any
 
 from django.conf import settings
 
 from tutor.kernel.errors import PayloadTooLarge
+from tutor.kernel.redaction import redact, unmarked
 
 
 class EvidenceTooLarge(PayloadTooLarge):
@@ -51,6 +53,37 @@ def check_evidence_limits(evidence: dict[str, Any]) -> None:
         raise EvidenceTooLarge(
             f"evidence is {total} bytes; at most {settings.EVIDENCE_MAX_BYTES} bytes are allowed"
         )
+
+
+_COMMIT_SHA = re.compile(r"^[0-9a-fA-F]{7,64}$")
+
+
+def redact_evidence(evidence: dict[str, Any]) -> tuple[dict[str, Any], dict[str, int]]:
+    """The evidence as it is stored (SPEC §2, turn 3): every text redacted
+    (``tutor.kernel.redaction``), and how many redactions each field had --
+    ``report``, ``files/<path>``, ``ci.log_tail``, ``repo_url``, ``head_sha``
+    -- for staff. File paths stay as sent (checks name them); a commit
+    hash in ``head_sha`` is provenance, not a secret."""
+    counts: dict[str, int] = {}
+
+    def text(name: str, value: str) -> str:
+        result = redact(unmarked(value)) if value else None
+        if result is None:
+            return value
+        if result.count:
+            counts[name] = result.count
+        return result.text
+
+    stored = dict(evidence)
+    stored["report"] = text("report", evidence["report"])
+    stored["files"] = {path: text(f"files/{path}", body) for path, body in evidence["files"].items()}
+    ci = evidence["ci"]
+    if isinstance(ci, dict) and isinstance(ci.get("log_tail"), str):
+        stored["ci"] = {**ci, "log_tail": text("ci.log_tail", ci["log_tail"])}
+    stored["repo_url"] = text("repo_url", evidence["repo_url"])
+    if not _COMMIT_SHA.match(evidence["head_sha"]):
+        stored["head_sha"] = text("head_sha", evidence["head_sha"])
+    return stored, counts
 
 
 def snapshot_hash(evidence: dict[str, Any]) -> str:

@@ -53,6 +53,9 @@ class Submission(models.Model):
     # what a list shows instead of the evidence, which may be 1 MiB a row.
     # Computed once, when the submission is stored; it never changes either.
     evidence_summary = models.JSONField(default=dict)
+    # Redactions made in the evidence before it was stored, per field
+    # ({"report": 1, "files/.env": 2}; feedback.evidence.redact_evidence): for staff.
+    evidence_redactions = models.JSONField(default=dict, blank=True)
     snapshot_hash = models.CharField(max_length=64)
     ci_source = models.CharField(max_length=16, choices=CiSource.choices)
     submitted_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
@@ -78,7 +81,7 @@ class Submission(models.Model):
         return f"submission #{self.submission_seq}"
 
     def save(self, *args, **kwargs):
-        # A submission is evidence as it was sent (SPEC §2): never rewritten.
+        # A submission is evidence as it was sent, redacted (SPEC §2): never rewritten.
         if not self._state.adding:
             raise TypeError(f"submission {self.pk} is immutable")
         if not self.evidence_summary:

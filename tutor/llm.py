@@ -30,6 +30,7 @@ from django.utils import timezone
 from tutor.db.prepared import PreparedInsert
 from tutor.kernel.correlation import get_correlation_id
 from tutor.kernel.errors import ServiceUnavailable
+from tutor.kernel.redaction import redact_json, redact_text
 from tutor.models import ModelCall
 from tutor.ops import metrics
 from tutor.web.parsers import JSON_MAX_DEPTH, nesting_exceeds
@@ -245,8 +246,10 @@ def chat(
                 raise ModelUnavailable(f"the model provider sent an unreadable response: {exc}") from None
             _record(
                 purpose, correlation_id, messages, started, course_id,
-                status=ModelCall.Status.OK, http_status=200, response_text=content,
-                response_json=sanitize_json(body) if len(text) < MODEL_RESPONSE_JSON_MAX_CHARS else None,
+                status=ModelCall.Status.OK, http_status=200, response_text=redact_text(content),
+                response_json=(
+                    redact_json(sanitize_json(body))[0] if len(text) < MODEL_RESPONSE_JSON_MAX_CHARS else None
+                ),
             )  # fmt: skip
             return content
     log.warning("model unavailable after %d tries: %s", tries, last_error)
@@ -264,7 +267,7 @@ def offline_call(
         correlation_id=correlation_id or get_correlation_id(),
         model="offline",
         request_messages=messages,
-        response_text=reply,
+        response_text=redact_text(reply),
         status=ModelCall.Status.OFFLINE,
     )
 

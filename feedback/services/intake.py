@@ -10,7 +10,7 @@ from django.db import transaction
 from django.db.models import OuterRef, Q, Subquery
 from django.utils import timezone
 
-from feedback.evidence import check_evidence_limits, normalize_evidence, snapshot_hash
+from feedback.evidence import check_evidence_limits, normalize_evidence, redact_evidence, snapshot_hash
 from feedback.models import AttemptKind, AttemptStatus, ReviewAttempt, Submission
 from feedback.services.dispatch import dispatch_on_commit, unpublished_mark
 from feedback.services.sequences import next_seq
@@ -86,9 +86,13 @@ def submission_create(
     *, student, task: Task, evidence: dict[str, Any], submitted_by, ci_source: str
 ) -> Submission:
     """Store a submission and its first attempt (SPEC §2). Raises
-    EvidenceTooLarge before anything is written."""
+    EvidenceTooLarge before anything is written. The evidence is stored
+    redacted, with its redactions counted per field; ``snapshot_hash`` stays
+    the hash of what was sent, so the same evidence sent again is known."""
     evidence = normalize_evidence(evidence)
     check_evidence_limits(evidence)
+    sent_hash = snapshot_hash(evidence)
+    evidence, redactions = redact_evidence(evidence)
     versions = current_versions(task)
     with transaction.atomic():
         # Number first: the counter's row lock makes concurrent submissions wait
@@ -104,7 +108,8 @@ def submission_create(
             previous=previous,
             number=submission_number(previous),
             evidence=evidence,
-            snapshot_hash=snapshot_hash(evidence),
+            evidence_redactions=redactions,
+            snapshot_hash=sent_hash,
             ci_source=ci_source,
             submitted_by=submitted_by,
         )

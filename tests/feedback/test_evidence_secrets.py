@@ -1,6 +1,7 @@
 """Secrets in evidence (SPEC §2, §6 redaction kinds): redacted in the review
 prompt and so in the stored ModelCall request, and in the CI log quote that
-reaches the tutor's prompt; the submission keeps its evidence as submitted."""
+reaches the tutor's prompt; the submission stores its evidence redacted, with
+its redactions counted per field, and the hash of what was sent."""
 
 from __future__ import annotations
 
@@ -59,12 +60,37 @@ def test_the_review_prompt_and_its_stored_request_have_the_secrets_redacted(revi
 
 
 @pytest.mark.django_db
-def test_the_submission_keeps_its_evidence_as_submitted(reviewed, student_client):
-    body = student_client.get(f"/api/submissions/{reviewed.pk}/").json()
+def test_the_submission_stores_its_evidence_redacted_and_counts_per_field(reviewed, student_client):
+    from feedback.evidence import normalize_evidence, snapshot_hash
+    from feedback.models import Submission
 
-    assert body["evidence"]["report"] == EVIDENCE["report"]
-    assert body["evidence"]["files"] == EVIDENCE["files"]
-    assert body["evidence"]["ci"]["log_tail"] == EVIDENCE["ci"]["log_tail"]
+    body = student_client.get(f"/api/submissions/{reviewed.pk}/").json()
+    row = Submission.objects.get(pk=reviewed.pk)
+
+    stored = json.dumps([body["evidence"], row.evidence], ensure_ascii=False)
+    for secret in SECRETS:
+        assert secret not in stored
+    assert (
+        body["evidence"]["report"]
+        == "first() returns undefined. My key is [REDACTED:api_key] for the grader."
+    )
+    assert row.evidence["ci"]["log_tail"] == "export OPENAI_API_KEY=[REDACTED:api_key]\n1 failing"
+    assert row.evidence_redactions == {"report": 1, "files/deploy.sh": 1, "files/id_rsa": 1, "ci.log_tail": 1}
+    assert body["snapshot_hash"] == snapshot_hash(normalize_evidence(EVIDENCE))
+
+
+@pytest.mark.django_db
+def test_a_commit_sha_in_head_sha_is_kept(fake_llm, student, task):
+    fake_llm.reply(verdict_reply())
+    sha = "3f786850e387550fdab836ed7e6dc881de23001b"
+    with TestCase.captureOnCommitCallbacks(execute=True):
+        submission = submission_create(
+            student=student, task=task, evidence={"report": "done", "head_sha": sha},
+            submitted_by=student, ci_source="student",
+        )  # fmt: skip
+
+    submission.refresh_from_db()
+    assert submission.evidence["head_sha"] == sha and submission.evidence_redactions == {}
 
 
 @pytest.mark.django_db

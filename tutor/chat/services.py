@@ -207,6 +207,9 @@ def message_send(*, session: TutorSession, content: str, correlation_id: str) ->
         except llm.ModelError as exc:
             log.warning("tutor model unavailable for session %s: %s", session.pk, exc)
             raise TutorUnavailable() from None
+        # A reply is stored and re-sent as history redacted (SPEC §2): a model
+        # that echoes a key puts it in neither the message table nor the next turn.
+        text = message_text(text)
         reply = _store_reply(session, claim, user_message, text, context, offline=offline)
         return Exchange(user_message=user_message, reply=reply, context=context)
     finally:

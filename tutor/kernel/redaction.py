@@ -90,22 +90,32 @@ PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
             # whose it is: "the password for the db is ...", "password of alice: ..."
             r"(?:\s+(?:for|of|to)\s+(?:the\s+|my\s+|our\s+)?[\w.@-]{1,40})?"
             # "=", ":", "=>" (PHP, Perl), "==", ":=", "is", "is:", 是, 为
-            r"(?:\s*(?:=>|==|:=|[:=：])\s*|\s+is\s*[:=]\s*|\s+is\s+" + _NOT_A_VALUE + r"|\s*[是为]\s*" + _NOT_A_VALUE
-            + r")" + _MARKER_OR_VALUE
+            r"(?:\s*(?:=>|==|:=|[:=：])\s*|\s+is\s*[:=]\s*|\s+is\s+"
+            + _NOT_A_VALUE
+            + r"|\s*[是为]\s*"
+            + _NOT_A_VALUE
+            + r")"
+            + _MARKER_OR_VALUE
             # no separator at all ("password hunter2", "数据库 密码 X", "登录口令 X"):
             # only a value with a digit or a sign in it, so "password hashing" stays
-            + r"|(?<![A-Za-z0-9])(?:password|passwd|passphrase|pwd)[ \t]+" + _NOT_MARKED
+            + r"|(?<![A-Za-z0-9])(?:password|passwd|passphrase|pwd)[ \t]+"
+            + _NOT_MARKED
             + r"(?P<bare>(?=[^\s,;，；。]*[\d!@#$%^&*])[^\s,;，；。\u3000-\u9fff]{6,4096})"
-            + r"|(?:密码|口令|密钥|秘钥)[ \t]+" + _NOT_MARKED
+            + r"|(?:密码|口令|密钥|秘钥)[ \t]+"
+            + _NOT_MARKED
             + r"(?P<cjk>(?=[!-~]*[\d!@#$%^&*A-Z])[!-~]{4,4096})"
             # a command line: mysql -pSECRET, docker login -p SECRET, sshpass -p, redis-cli -a, curl -u user:pass
             + r"|(?<![A-Za-z0-9_-])(?:mysql\w*|mariadb\w*)\b[^\n]{0,200}?\s-p(?P<mysql>[^\s'\"]{1,4096}|'[^'\n]{1,4096}'"
             r"|\"[^\"\n]{1,4096}\")"
             + r"|(?<![A-Za-z0-9_-])(?:login|sshpass|redis-cli|mongo\w*|psql)\b[^\n]{0,200}?\s(?:-p|-a|--password)"
-            r"(?:[ \t]+|=)" + _NOT_MARKED + r"(?P<flag>[^\s'\"]{1,4096}|'[^'\n]{1,4096}'|\"[^\"\n]{1,4096}\")"
+            r"(?:[ \t]+|=)"
+            + _NOT_MARKED
+            + r"(?P<flag>[^\s'\"]{1,4096}|'[^'\n]{1,4096}'|\"[^\"\n]{1,4096}\")"
             + r"|(?<![A-Za-z0-9_-])curl\b[^\n]{0,200}?\s(?:-u|--user)(?:[ \t]+|=)['\"]?[^\s:'\"]{1,200}:"
-            + _NOT_MARKED + r"(?P<curl>[^\s'\"]{1,4096})"
-            + r"|(?<![A-Za-z0-9_-])[A-Za-z0-9_-]{0,40}token[A-Za-z0-9_-]{0,40}[\"']?\s*(?:[:=：]|是|为)\s*" + _NOT_MARKED
+            + _NOT_MARKED
+            + r"(?P<curl>[^\s'\"]{1,4096})"
+            + r"|(?<![A-Za-z0-9_-])[A-Za-z0-9_-]{0,40}token[A-Za-z0-9_-]{0,40}[\"']?\s*(?:[:=：]|是|为)\s*"
+            + _NOT_MARKED
             + r"(?P<token>[\"']?[A-Za-z0-9._~+/\-=:]{8,}[\"']?)(?![A-Za-z0-9])"
         ),
     ),
@@ -147,7 +157,9 @@ PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     # characters whose letters make no words -- unless a hash context explains them.
     (
         "secret",
-        re.compile(r"(?<![A-Za-z0-9+/_\-=%.])[A-Za-z0-9+/_\-%](?:[A-Za-z0-9+/_\-=%]|\.{1,3}(?=[A-Za-z0-9+/_\-%])){15,}"),
+        re.compile(
+            r"(?<![A-Za-z0-9+/_\-=%.])[A-Za-z0-9+/_\-%](?:[A-Za-z0-9+/_\-=%]|\.{1,3}(?=[A-Za-z0-9+/_\-%])){15,}"
+        ),
     ),
 )
 _VALUE_GROUPS = ("value", "bare", "cjk", "mysql", "flag", "curl", "token")
@@ -171,7 +183,9 @@ _TOKEN_HEAD = re.compile(r"(?:[A-Za-z0-9_\-+/~]+[.!?\]@]{1,3})?[A-Za-z0-9_\-+/~]
 # match are not run (a chat message holds none of most). Each test is as
 # strict as its pattern, never stricter: a case-insensitive literal is
 # searched with the pattern's own flag, a digit as ``\d`` matches it.
-_SECRET_WORD = re.compile(r"(?i)pass|pwd|secret|key|token|密码|口令|密钥|秘钥|令牌|mysql|mariadb|login|curl|-a")
+_SECRET_WORD = re.compile(
+    r"(?i)pass|pwd|secret|key|token|密码|口令|密钥|秘钥|令牌|mysql|mariadb|login|curl|-a"
+)
 _BEARER, _BASIC = re.compile(r"(?i)bearer "), re.compile(r"(?i)basic ")
 _DIGIT = re.compile(r"\d")
 _NEEDS: dict[str, Callable[[str], bool]] = {
@@ -248,7 +262,9 @@ def redact(text: str) -> Redacted:
         read = _as_read(text)
         if read != text:
             kept = _kept_positions(text)
-            more = [Finding(kept[f.start], kept[f.end - 1] + 1, f.kind) for f in _spans(read) if f.end > f.start]
+            more = [
+                Finding(kept[f.start], kept[f.end - 1] + 1, f.kind) for f in _spans(read) if f.end > f.start
+            ]
             if more:
                 spans = _merged(text, spans + more)
     return _replaced(text, spans)
@@ -293,7 +309,9 @@ def _pattern_findings(text: str) -> list[Finding]:
             continue
         matches = _password_matches(text) if kind == "password" else pattern.finditer(text)
         for match in matches:
-            group = next((name for name in _VALUE_GROUPS if name in pattern.groupindex and match.group(name)), None)
+            group = next(
+                (name for name in _VALUE_GROUPS if name in pattern.groupindex and match.group(name)), None
+            )
             start, end = match.span(group) if group else match.span()
             value = text[start:end]
             if kind == "ip_address" and "::" in value and not _is_ipv6(value):
@@ -372,7 +390,9 @@ def _merged(text: str, findings: list[Finding]) -> list[Finding]:
     secrets = [f for f in findings if f.kind not in _PERSONAL]
     spans = []
     for finding in findings:
-        if finding.kind in _PERSONAL and any(f.start < finding.end and finding.start < f.end for f in secrets):
+        if finding.kind in _PERSONAL and any(
+            f.start < finding.end and finding.start < f.end for f in secrets
+        ):
             continue  # "pw@host" of scheme://user:pw@host is a password and a host, not an address
         start, end = finding.start, finding.end
         if finding.kind in _WHOLE_TOKEN:

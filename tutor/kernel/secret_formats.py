@@ -85,4 +85,6 @@ KNOWN_TOKEN = re.compile(_B + "(?:" + "|".join(_FORMATS) + ")" + _E)
 
 # JSON Web Tokens (and JWE/JWS with an empty or missing signature): the
 # header goes with the rest -- it names the algorithm and often the key id.
-JWT = re.compile(r"(?<![A-Za-z0-9_\-])ey[A-Za-z0-9_\-]{10,}\.ey[A-Za-z0-9_\-/\\]{10,}\.[A-Za-z0-9_\-/\\]*={0,2}")
+JWT = re.compile(
+    r"(?<![A-Za-z0-9_\-])ey[A-Za-z0-9_\-]{10,}\.ey[A-Za-z0-9_\-/\\]{10,}\.[A-Za-z0-9_\-/\\]*={0,2}"
+)

@@ -87,7 +87,7 @@ def hashing(d: dict, word: str) -> list[tuple[str, str]]:
     return [
         ("hash_output", f"md5('{word}') = {d['md5']}"),
         ("hash_output", f"The SHA-256 of my file is {d['sha256']}."),
-        ("hash_output", f'>>> hashlib.sha256(b"{word}").hexdigest()\n\'{d["sha256"]}\''),
+        ("hash_output", f">>> hashlib.sha256(b\"{word}\").hexdigest()\n'{d['sha256']}'"),
         ("hash_output", f"$ sha256sum report.md\n{d['sha256']}  report.md"),
         ("hash_output", f"$ echo -n {word} | md5sum\n{d['md5']}  -"),
         ("hash_output", f"MD5 (report.md) = {d['md5']}"),

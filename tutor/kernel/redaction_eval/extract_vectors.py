@@ -61,13 +61,17 @@ def git_show(repo: Path, path: str) -> str:
 def git_files(repo: Path, under: str) -> list[str]:
     out = subprocess.run(
         ["git", "-C", str(repo), "ls-tree", "-r", "--name-only", "HEAD", under],
-        capture_output=True, text=True, check=True,
+        capture_output=True,
+        text=True,
+        check=True,
     ).stdout
     return out.split()
 
 
 def head(repo: Path) -> str:
-    return subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
+    return subprocess.run(
+        ["git", "-C", str(repo), "rev-parse", "HEAD"], capture_output=True, text=True
+    ).stdout.strip()
 
 
 # --- Go regular expressions as Python reads them ---------------------------------------------
@@ -181,7 +185,11 @@ def secret_part(pattern: str) -> str:
 
 def gitleaks(repo: Path, rng: random.Random) -> list[dict]:
     rules = tomllib.loads(git_show(repo, "config/gitleaks.toml"))["rules"]
-    sources = {path: git_show(repo, path) for path in git_files(repo, "cmd/generate/config/rules") if path.endswith(".go")}
+    sources = {
+        path: git_show(repo, path)
+        for path in git_files(repo, "cmd/generate/config/rules")
+        if path.endswith(".go")
+    }
     literals = set()
     for text in sources.values():
         literals.update(m.group(1) for m in re.finditer(r"`([^`\n]{8,400})`", text))
@@ -203,7 +211,14 @@ def gitleaks(repo: Path, rng: random.Random) -> list[dict]:
                 if len(value) >= MIN_CHARS and "XXXX" not in value:
                     found.add(value)
         for value in sorted(found)[:SAMPLES_PER_RULE]:
-            rows.append({"source": "gitleaks", "rule": rid, "secret": value, "origin": "cmd/generate/config/rules (literal)"})
+            rows.append(
+                {
+                    "source": "gitleaks",
+                    "rule": rid,
+                    "secret": value,
+                    "origin": "cmd/generate/config/rules (literal)",
+                }
+            )
         if rid in CONTEXT_RULES:
             continue
         converted = go_to_python(regex)
@@ -215,7 +230,14 @@ def gitleaks(repo: Path, rng: random.Random) -> list[dict]:
             except (ValueError, re.error, sre_constants.error):
                 break
             if len(value) >= MIN_CHARS:
-                rows.append({"source": "gitleaks", "rule": rid, "secret": value, "origin": "config/gitleaks.toml (sampled)"})
+                rows.append(
+                    {
+                        "source": "gitleaks",
+                        "rule": rid,
+                        "secret": value,
+                        "origin": "config/gitleaks.toml (sampled)",
+                    }
+                )
     return rows
 
 
@@ -246,7 +268,7 @@ def trufflehog(repo: Path) -> list[dict]:
                 continue
             for item in re.finditer(r'`[^`]*`|"(?:[^"\\\n]|\\.)*"|\b[A-Za-z_]\w*\b', case.group(3)):
                 token = item.group(0)
-                value = go_literal(GO_STRING.match(token)) if token[0] in "`\"" else constants.get(token)
+                value = go_literal(GO_STRING.match(token)) if token[0] in '`"' else constants.get(token)
                 if not value or len(value) < MIN_CHARS or value in taken:
                     continue
                 if any(value in s and s != value for s in strings) or value in constants.values():
@@ -282,7 +304,9 @@ def detect_secrets(repo: Path) -> list[dict]:
                 for value in plugin.analyze_string(payload):
                     if isinstance(value, str) and len(value) >= MIN_CHARS:
                         rule = path.split("/")[-1].removesuffix("_test.py")
-                        rows.append({"source": "detect-secrets", "rule": rule, "secret": value, "origin": path})
+                        rows.append(
+                            {"source": "detect-secrets", "rule": rule, "secret": value, "origin": path}
+                        )
     return rows
 
 

@@ -35,7 +35,8 @@ class Command(DomainCommand):
         header, vectors = scoring.load_vectors()
         near = scoring.load_near_misses()
         self.stdout.write(
-            f"{len(vectors)} vectors from " + ", ".join(f"{k}@{v[:12]}" for k, v in header["commits"].items())
+            f"{len(vectors)} vectors from "
+            + ", ".join(f"{k}@{v[:12]}" for k, v in header["commits"].items())
             + f"; {len(near)} near misses"
         )
         problems = []
@@ -45,7 +46,9 @@ class Command(DomainCommand):
             ours = scoring.evaluate("ours", redact_text, cases, near)
             reports = [ours]
             if not no_baseline:
-                reports.append(scoring.evaluate("detect-secrets alone", scoring.detect_secrets_alone(), cases, near))
+                reports.append(
+                    scoring.evaluate("detect-secrets alone", scoring.detect_secrets_alone(), cases, near)
+                )
             self._table(part, reports)
             problems += [f"{part}: {line}" for line in scoring.failures(ours)]
             if misses and not chosen:
