@@ -104,10 +104,12 @@ PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
             + r"|(?:密码|口令|密钥|秘钥)[ \t]+"
             + _NOT_MARKED
             + r"(?P<cjk>(?=[!-~]*[\d!@#$%^&*A-Z])[!-~]{4,4096})"
-            # a command line: mysql -pSECRET, docker login -p SECRET, sshpass -p, redis-cli -a, curl -u user:pass
-            + r"|(?<![A-Za-z0-9_-])(?:mysql\w*|mariadb\w*)\b[^\n]{0,200}?\s-p(?P<mysql>[^\s'\"]{1,4096}|'[^'\n]{1,4096}'"
-            r"|\"[^\"\n]{1,4096}\")"
-            + r"|(?<![A-Za-z0-9_-])(?:login|sshpass|redis-cli|mongo\w*|psql)\b[^\n]{0,200}?\s(?:-p|-a|--password)"
+            # a command line: mysql -pSECRET, docker login -p SECRET, sshpass -p, redis-cli -a,
+            # curl -u user:pass
+            + r"|(?<![A-Za-z0-9_-])(?:mysql\w*|mariadb\w*)\b[^\n]{0,200}?\s-p"
+            r"(?P<mysql>[^\s'\"]{1,4096}|'[^'\n]{1,4096}'|\"[^\"\n]{1,4096}\")"
+            + r"|(?<![A-Za-z0-9_-])(?:login|sshpass|redis-cli|mongo\w*|psql)\b[^\n]{0,200}?"
+            r"\s(?:-p|-a|--password)"
             r"(?:[ \t]+|=)"
             + _NOT_MARKED
             + r"(?P<flag>[^\s'\"]{1,4096}|'[^'\n]{1,4096}'|\"[^\"\n]{1,4096}\")"

@@ -63,7 +63,9 @@ def hash_explained(text: str, start: int, end: int) -> bool:
 # references to where it is kept, and the words of a question about it.
 _PLACEHOLDER = re.compile(
     r"(?i)^[\"'`]?(?:x{3,}|\*{3,}|\.{3}|…|<[^<>]*>|\[[^\[\]]*\]|\$\{\{?[^}]*\}?\}|\$[A-Za-z_]\w*|\{\{[^}]*\}\}"
-    r"|%\(?\w*\)?s|your[\w\-. ]*|my[_\- ]?(?:key|token|secret|password|pass|api[_\-]?key)|changeme|change[_\-]me|example[\w\-]*|placeholder|dummy|redacted"
+    r"|%\(?\w*\)?s|your[\w\-. ]*|my[_\- ]?(?:key|token|secret|password|pass|api[_\-]?key)"
+    r"|changeme|change[_\-]me"
+    r"|example[\w\-]*|placeholder|dummy|redacted"
     r"|none|null|nil|true|false|undefined|secret|password|passwd|token|key|string|str|env|required|optional"
     r"|(?:os\.)?(?:environ|getenv)\b.*|process\.env\b.*|env\(.*|settings\.\w+|config\.\w+)[\"'`,;)]*$"
 )
