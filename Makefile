@@ -54,6 +54,7 @@ bench: install
 # table and exits non-zero below its goals. EVAL_ARGS goes to eval_corrections (e.g. --model).
 eval: install
 	$(PY) manage.py eval_corrections $(EVAL_ARGS)
+	$(PY) manage.py eval_redaction
 
 clean:
 	rm -rf $(VENV) .venv-fuzz cache metrics db.sqlite3* test_db*.sqlite3* *.egg-info
