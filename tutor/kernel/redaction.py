@@ -389,7 +389,7 @@ def _merged(text: str, findings: list[Finding]) -> list[Finding]:
     overlap (or touch) become one with the strongest kind. Spans over a
     marker already in the text are dropped."""
     markers = [m.span() for m in _ANY_MARKER.finditer(text)] if "REDACTED:" in text else []
-    secrets = [f for f in findings if f.kind not in _PERSONAL]
+    secrets = [f for f in findings if f.kind == "url_password"]
     spans = []
     for finding in findings:
         if finding.kind in _PERSONAL and any(

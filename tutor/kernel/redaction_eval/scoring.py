@@ -197,16 +197,18 @@ def failures(report: Report) -> list[str]:
 
 
 def detect_secrets_alone() -> Callable[[str], str]:
-    """detect-secrets 1.5 as its own adhoc scan runs it: every plugin, the
-    default filters; each value it reports is removed from the text."""
-    from detect_secrets.core.scan import scan_line
-    from detect_secrets.settings import default_settings
+    """detect-secrets 1.5 alone, as a scan of a text file runs it: every
+    plugin's ``analyze_line`` under the default settings (no eager search,
+    no verification); each value it reports is removed from the text."""
+    from detect_secrets.core.plugins.util import get_mapping_from_secret_type_to_class
+
+    plugins = [cls() for cls in get_mapping_from_secret_type_to_class().values()]
 
     def redact(text: str) -> str:
         values = set()
-        with default_settings():
-            for line in text.split("\n"):
-                for secret in scan_line(line):
+        for number, line in enumerate(text.split("\n"), 1):
+            for plugin in plugins:
+                for secret in plugin.analyze_line(filename="message.txt", line=line, line_number=number):
                     if secret.secret_value:
                         values.add(secret.secret_value)
         for value in sorted(values, key=len, reverse=True):
