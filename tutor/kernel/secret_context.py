@@ -84,6 +84,7 @@ def is_stand_in(value: str) -> bool:
 # --- random-looking strings --------------------------------------------------------------------
 
 _UUID = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")
+_UUID_INSIDE = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
 _HEX = re.compile(r"^[0-9a-fA-F]+$")
 _SEGMENT_SPLIT = re.compile(r"[/_\-+.~=%]")
 _CAMEL = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
@@ -453,6 +454,10 @@ def looks_random(token: str) -> bool:
     core = token.rstrip("=")
     if len(core) < RANDOM_MIN_CHARS or core.isdigit() or _UUID.match(core):
         return False
+    if _UUID_INSIDE.search(core):  # an id with a name on it: "MARKER-<uuid>", "order_<uuid>"
+        core = _UUID_INSIDE.sub("-", core)
+        if len(core.strip("-_.")) < RANDOM_MIN_CHARS:
+            return False
     if _HEX.match(core):
         return len(core) >= HEX_MIN_CHARS or (len(core) >= 20 and _switches(core) >= len(core) * 0.3)
     if decodes_to_text(token):
