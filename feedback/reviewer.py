@@ -3,7 +3,8 @@
 Only ``semantic`` criteria are sent. The evidence is fenced as untrusted data
 within its own character budget, with the secrets in it redacted
 (``tutor.kernel.redaction``: the prompt is also what the ModelCall row stores; the
-submission keeps its evidence as it was sent); the model must answer with exactly one
+submission's evidence was redacted before it was stored, and is redacted again here,
+which finds nothing new); the model must answer with exactly one
 verdict per semantic criterion plus ``next_step``, checked by
 :func:`validate_review_reply` inside the bounded repair loop.
 """

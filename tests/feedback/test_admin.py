@@ -171,3 +171,25 @@ def test_student_cannot_open_admin(two_courses, student):
     response = client.get(changelist(Submission))
     assert response.status_code == 302
     assert "/admin/login/" in response["Location"]
+
+
+def test_submission_page_shows_the_redactions_per_field_and_no_secret(task, student, course_staff_client):
+    key = "sk-proj-" + "Zx9Cv8Bn7Mm6Ll5Kk4Jj3Hh2"
+    with TestCase.captureOnCommitCallbacks(execute=True):
+        submission = submission_create(
+            student=student,
+            task=task,
+            evidence={
+                "report": f"my key {key}",
+                "files": {".env": f"OPENAI_API_KEY={key}\nDB_PASSWORD=hunter22x"},
+            },
+            submitted_by=student,
+            ci_source="student",
+        )
+
+    response = course_staff_client.get(change(submission))
+
+    assert response.status_code == 200
+    page = response.content.decode()
+    assert "files/.env ×2, report ×1" in page
+    assert key not in page and "hunter22x" not in page
