@@ -267,7 +267,7 @@ def offline_call(
         correlation_id=correlation_id or get_correlation_id(),
         model="offline",
         request_messages=messages,
-        response_text=redact_text(reply),
+        response_text=reply,  # composed of redacted text, and redacted again by the tutor turn
         status=ModelCall.Status.OFFLINE,
     )
 

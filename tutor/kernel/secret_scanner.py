@@ -87,6 +87,7 @@ def scanner_findings(text: str) -> list[tuple[int, int, str]]:
 _KEYWORD = re.compile(r"(?i:pass|pwd|secret|key|token|auth|cred)")
 _NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.")
 _NAME_RUN = re.compile(r"[A-Za-z0-9_\-.]*")
+_ASSIGNS = re.compile(r"[=:;>]")
 KEYWORD_NAME_CHARS = 64
 KEYWORD_WINDOW_CHARS = 200
 KEYWORD_WINDOWS = 64
@@ -106,7 +107,9 @@ def _keyword_windows(line: str) -> list[tuple[int, str]]:
         if right - left > KEYWORD_NAME_CHARS:
             continue
         start = max(0, left - 2)  # an opening quote: "password": "…"
-        windows.append((start, line[start : right + KEYWORD_WINDOW_CHARS]))
+        window = line[start : right + KEYWORD_WINDOW_CHARS]
+        if _ASSIGNS.search(window, right - start):  # every expression of the plugin assigns
+            windows.append((start, window))
         if len(windows) == KEYWORD_WINDOWS:
             break
     return windows
