@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('feedback', '0005_evidence_summary_and_delete_guard'),
+        ('feedback', '0007_submission_number'),
     ]
 
     operations = [
