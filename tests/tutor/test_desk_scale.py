@@ -76,7 +76,8 @@ def _seed(task) -> int:
             cursor.execute(
                 counting.format(limit=submissions)
                 + " INSERT INTO feedback_submission (id, student_id, task_id, submission_seq, previous_id,"
-                " evidence, evidence_summary, evidence_redactions, snapshot_hash, ci_source, submitted_by_id, created_at)"
+                " evidence, evidence_summary, evidence_redactions, snapshot_hash, ci_source,"
+                " submitted_by_id, created_at)"
                 f" SELECT {_uuid('v')}, {student}, %(task)s, %(first_sub)s + v - 1,"
                 f" CASE WHEN (v - 1) %% {PER_STUDENT} = 0 THEN NULL ELSE {_uuid('v - 1')} END,"
                 " '{\"report\": \"r\"}', '{}', '{}', 'h' || v, 'student', " + student + ", %(now)s FROM n",
