@@ -18,6 +18,11 @@ class CorrectionsConfig(AppConfig):
         register_providers()
         for queue in QUEUES:  # the staff desk and /metrics (tutor.desk)
             register_queue(queue)
+
+        from corrections.rights import CorrectionsRights
+        from tutor.rights.registry import register as register_rights
+
+        register_rights(CorrectionsRights())  # its part of erasure and export (SPEC §13)
         connect_receivers()
         # Read with every tutor request's task (tutor.db.snapshots.version_subqueries).
         register_request_scope(CORRECTIONS_SCOPE, "course")

@@ -65,7 +65,13 @@ def gate(text: str) -> bool:
 
 
 def classify(
-    *, message: str, assistant: str | None, use_model: bool | None = None, course_id=None, correlation_id=None
+    *,
+    message: str,
+    assistant: str | None,
+    use_model: bool | None = None,
+    course_id=None,
+    correlation_id=None,
+    student_id=None,
 ) -> Detection | None:
     """The correction in ``message`` (redacted), replying to ``assistant``:
     the rules' reading, and the model's when it is on (module docstring)."""
@@ -77,7 +83,12 @@ def classify(
     if rules is None and not _worth_asking(message, assistant):
         return None
     return refine(
-        message=message, assistant=assistant, rules=rules, course_id=course_id, correlation_id=correlation_id
+        message=message,
+        assistant=assistant,
+        rules=rules,
+        course_id=course_id,
+        correlation_id=correlation_id,
+        student_id=student_id,
     )
 
 
@@ -120,7 +131,13 @@ class OutOfShape(ValueError):
 
 
 def refine(
-    *, message: str, assistant: str | None, rules: Detection | None, course_id=None, correlation_id=None
+    *,
+    message: str,
+    assistant: str | None,
+    rules: Detection | None,
+    course_id=None,
+    correlation_id=None,
+    student_id=None,
 ) -> Detection | None:
     """The model's reading of ``message`` given the rules' (None: the model
     says no correction, or the rules found none and the model failed).
@@ -136,6 +153,7 @@ def refine(
             purpose="classification",
             correlation_id=correlation_id,
             course_id=course_id,
+            student_id=student_id,
         )
     except llm.ModelError as exc:
         log.warning("correction classifier unavailable, the rules decide: %s", exc)

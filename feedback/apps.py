@@ -15,4 +15,10 @@ class FeedbackConfig(AppConfig):
         register(FeedbackSection())
         for queue in QUEUES:  # the staff desk and /metrics (tutor.desk)
             register_queue(queue)
+
+        # Its part of erasure and export (SPEC §13).
+        from feedback.rights import FeedbackRights
+        from tutor.rights.registry import register as register_rights
+
+        register_rights(FeedbackRights())
         register_staff_view_models("feedback", ["regraderequest", "criterionagreement"])

@@ -327,3 +327,18 @@ class AttemptPurgePermit(models.Model):
 
     def __str__(self) -> str:
         return f"purge permit: {self.reason}"
+
+
+class AttemptScrubPermit(models.Model):
+    """Lets the immutability trigger of terminal review attempts pass one
+    kind of UPDATE of one attempt (migration 0006): the erasure of a student
+    (``feedback.rights``, SPEC §13) removing the free text of a result --
+    reasons, quoted evidence, the next step, the error detail -- while its
+    verdicts (overall, and each criterion's rubric id, status and basis) and
+    every other column stay as they were. Rows are inserted and deleted in
+    the erasure's own transaction, so no other transaction ever sees one."""
+
+    attempt_id = models.UUIDField(primary_key=True)
+
+    def __str__(self) -> str:
+        return f"scrub permit for attempt {self.attempt_id}"

@@ -108,7 +108,11 @@ def build_result(attempt: ReviewAttempt, progress: ReviewProgress | None = None)
             )
     elif semantic:
         review = review_semantic(
-            submission.task, semantic, evidence, correlation_id=attempt.correlation_id or str(attempt.pk)
+            submission.task,
+            semantic,
+            evidence,
+            correlation_id=attempt.correlation_id or str(attempt.pk),
+            student_id=submission.student_id,
         )
         generations = review.loop.generations
         if review.loop.outcome != "passed":

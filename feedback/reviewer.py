@@ -118,12 +118,20 @@ class SemanticReview:
         return self.loop.value["next_step"]
 
 
-def review_semantic(task, criteria: list[dict], evidence: dict, *, correlation_id: str) -> SemanticReview:
+def review_semantic(
+    task, criteria: list[dict], evidence: dict, *, correlation_id: str, student_id=None
+) -> SemanticReview:
     """Judge the semantic criteria; raises llm.ModelError on provider failure."""
     ids = [c["id"] for c in criteria]
 
     def generate(messages: list[dict]) -> str:
-        return llm.chat(messages, purpose="review", correlation_id=correlation_id, course_id=task.course_id)
+        return llm.chat(
+            messages,
+            purpose="review",
+            correlation_id=correlation_id,
+            course_id=task.course_id,
+            student_id=student_id,
+        )
 
     loop = run_repair_loop(
         messages=review_messages(task, criteria, evidence),

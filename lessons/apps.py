@@ -23,6 +23,11 @@ class LessonsConfig(AppConfig):
         register(LessonsSection())
         for queue in QUEUES:  # the staff desk and /metrics (tutor.desk)
             register_queue(queue)
+
+        from lessons.rights import LessonsRights
+        from tutor.rights.registry import register as register_rights
+
+        register_rights(LessonsRights())  # its part of erasure and export (SPEC §13)
         # Read with every tutor request's task (tutor.db.snapshots.version_subqueries).
         register_request_scope(LESSONS_SCOPE, "course")
         register_request_scope(LESSONS_SCOPE, "global")

@@ -18,6 +18,11 @@ class TutorConfig(AppConfig):
         from tutor.monitoring import attempt_finished_counted
 
         attempt_finished.connect(attempt_finished_counted, dispatch_uid="tutor.metrics.attempt_finished")
+
+        from tutor.rights.own import TutorRights
+        from tutor.rights.registry import register as register_rights
+
+        register_rights(TutorRights())  # the tutor's rows under the data rights (SPEC §13)
         connection_created.connect(use_generic_plans, dispatch_uid="tutor.use_generic_plans")
         post_migrate.connect(_refresh_course_staff_group, sender=self)
         post_migrate.connect(_optimize_sqlite, sender=self)

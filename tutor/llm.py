@@ -16,6 +16,7 @@ the review's terminal write (an attempt left running).
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import re
@@ -129,7 +130,9 @@ def _client() -> httpx.Client:
 MODEL_CALL = PreparedInsert(ModelCall)
 
 
-def _record(purpose, correlation_id, messages, started, course_id=None, **fields) -> ModelCall:
+def _record(
+    purpose, correlation_id, messages, started, course_id=None, *, student_id=None, **fields
+) -> ModelCall:
     for name in ("response_text", "error"):
         if name in fields:
             fields[name] = sanitize_text(fields[name], limit=len(fields[name]))
@@ -138,6 +141,7 @@ def _record(purpose, correlation_id, messages, started, course_id=None, **fields
     return MODEL_CALL.create(
         purpose=purpose,
         course_id=course_id,
+        student_id=student_id,
         correlation_id=correlation_id,
         model=settings.TUTOR_LLM_MODEL or "",
         request_messages=messages,
@@ -163,13 +167,16 @@ def chat(
     correlation_id: str | None = None,
     temperature: float = 0.0,
     course_id=None,
+    student_id=None,
 ) -> str:
     """Send ``messages`` and return the reply text.
 
     Raises ModelUnavailable or ModelConfigError; never call it inside a
     database transaction (SPEC §3: no model call happens inside one).
-    ``course_id`` scopes the ModelCall rows for course staff.
+    ``course_id`` scopes the ModelCall rows for course staff; ``student_id``
+    names the student whose messages or work the call carries (SPEC §13).
     """
+    record = functools.partial(_record, student_id=student_id)
     if not is_configured():
         raise ModelConfigError("no model configured (TUTOR_LLM_BASE_URL is unset)")
     correlation_id = correlation_id or get_correlation_id()
@@ -186,7 +193,7 @@ def chat(
                 response = client.post(url, json=payload)
             except httpx.TimeoutException as exc:
                 last_error = f"timeout after {settings.TUTOR_LLM_TIMEOUT}s ({type(exc).__name__})"
-                _record(
+                record(
                     purpose,
                     correlation_id,
                     messages,
@@ -198,7 +205,7 @@ def chat(
                 continue
             except httpx.TransportError as exc:
                 last_error = f"connection error: {exc}"
-                _record(
+                record(
                     purpose, correlation_id, messages, started, course_id,
                     status=ModelCall.Status.CONNECTION_ERROR, error=last_error,
                 )  # fmt: skip
@@ -207,7 +214,7 @@ def chat(
                 # Anything else httpx raises about the exchange -- a body it
                 # cannot decode (a broken gzip stream), a malformed response --
                 # is the provider's fault, and its detail stays in the row.
-                _record(
+                record(
                     purpose, correlation_id, messages, started, course_id,
                     status=ModelCall.Status.BAD_RESPONSE, error=f"{type(exc).__name__}: {exc}",
                 )  # fmt: skip
@@ -218,7 +225,7 @@ def chat(
                 # A fault under the client (a transport or TLS library bug): the
                 # call still leaves its row, and the caller sees an outage, not a 500.
                 log.exception("model client failed under the transport")
-                _record(
+                record(
                     purpose, correlation_id, messages, started, course_id,
                     status=ModelCall.Status.BAD_RESPONSE, error=f"{type(exc).__name__}: {exc}",
                 )  # fmt: skip
@@ -226,7 +233,7 @@ def chat(
             text = response.text
             if response.status_code != 200:
                 last_error = f"HTTP {response.status_code}"
-                _record(
+                record(
                     purpose, correlation_id, messages, started, course_id,
                     status=ModelCall.Status.HTTP_ERROR, http_status=response.status_code,
                     response_text=text[:MODEL_ERROR_TEXT_CHARS], error=last_error,
@@ -238,13 +245,13 @@ def chat(
                 body = load_json(response.content)
                 content = sanitize_text(_content(body))
             except ValueError as exc:
-                _record(
+                record(
                     purpose, correlation_id, messages, started, course_id,
                     status=ModelCall.Status.BAD_RESPONSE, http_status=200,
                     response_text=text[:MODEL_ERROR_TEXT_CHARS], error=str(exc),
                 )  # fmt: skip
                 raise ModelUnavailable(f"the model provider sent an unreadable response: {exc}") from None
-            _record(
+            record(
                 purpose, correlation_id, messages, started, course_id,
                 status=ModelCall.Status.OK, http_status=200, response_text=redact_text(content),
                 response_json=(
@@ -257,13 +264,20 @@ def chat(
 
 
 def offline_call(
-    messages: list[dict], *, purpose: str, reply: str, correlation_id: str | None = None, course_id=None
+    messages: list[dict],
+    *,
+    purpose: str,
+    reply: str,
+    correlation_id: str | None = None,
+    course_id=None,
+    student_id=None,
 ) -> ModelCall:
     """The audit row (unsaved) of a reply composed by the offline tutor: the
     request is the one a real model would have received (SPEC §4)."""
     return ModelCall(
         purpose=purpose,
         course_id=course_id,
+        student_id=student_id,
         correlation_id=correlation_id or get_correlation_id(),
         model="offline",
         request_messages=messages,
@@ -273,11 +287,22 @@ def offline_call(
 
 
 def record_offline_call(
-    messages: list[dict], *, purpose: str, reply: str, correlation_id: str | None = None, course_id=None
+    messages: list[dict],
+    *,
+    purpose: str,
+    reply: str,
+    correlation_id: str | None = None,
+    course_id=None,
+    student_id=None,
 ) -> ModelCall:
     """Store ``offline_call``'s row."""
     call = offline_call(
-        messages, purpose=purpose, reply=reply, correlation_id=correlation_id, course_id=course_id
+        messages,
+        purpose=purpose,
+        reply=reply,
+        correlation_id=correlation_id,
+        course_id=course_id,
+        student_id=student_id,
     )
     [stored] = MODEL_CALL.create_many([call])
     return stored

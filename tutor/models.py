@@ -17,6 +17,11 @@ class Course(models.Model):
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     slug = models.SlugField(max_length=64, unique=True)
     title = models.CharField(max_length=200)
+    # SPEC §13: the AI notice must be acknowledged before the first tutor message.
+    ai_notice_required = models.BooleanField(
+        default=False,
+        help_text="Students must acknowledge the AI notice before they can send the tutor a message.",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -126,6 +131,11 @@ class ModelCall(models.Model):
     # their own course's calls in admin (SPEC §8); null for calls of no course.
     course = models.ForeignKey(Course, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     correlation_id = models.CharField(max_length=64, db_index=True)
+    # Whose messages or work the call carried (SPEC §13: an erasure or an
+    # export finds them); null for calls of no student and for older rows.
+    student = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
     model = models.CharField(max_length=200)
     request_messages = CompactJSONField()
     response_text = models.TextField(blank=True)
@@ -248,6 +258,10 @@ class AuditEvent(models.Model):
         LTI_ROSTER_REFUSED = "lti_roster_refused"
         SIGNIN_LOCKED_OUT = "signin_locked_out"
 
+        STUDENT_ERASED = "student_erased"
+        ERASURE_RESIDUE = "erasure_residue"
+        RETENTION_APPLIED = "retention_applied"
+
     actor = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
@@ -296,3 +310,62 @@ class ScopeVersion(models.Model):
 
     def __str__(self) -> str:
         return f"{self.key}@{self.version}"
+
+
+class NoticeAcknowledgement(models.Model):
+    """A student read the AI notice of one course in one version (SPEC §13):
+    when, and which text. A new version (another provider or model, a
+    changed retention) asks again; the rows of earlier versions stay."""
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    course = models.ForeignKey(Course, on_delete=models.CASCADE, related_name="+")
+    version = models.CharField(max_length=64)
+    acknowledged_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["-acknowledged_at", "-id"]
+        constraints = [
+            models.UniqueConstraint(fields=["user", "course", "version"], name="noticeack_once_per_version")
+        ]
+        indexes = [
+            # the tutor turn and /api/me/: a user's newest acknowledgement in a course
+            models.Index(fields=["user", "course", "-acknowledged_at"], name="noticeack_latest_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return f"notice {self.version} acknowledged"
+
+
+class RetentionKind(models.TextChoices):
+    """The kinds of data with a retention period of their own (SPEC §13)."""
+
+    MESSAGES = "messages", "tutor messages"
+    MEMORY = "memory", "memory items"
+    RECALL_TRACES = "recall_traces", "recall traces"
+    MODEL_CALLS = "model_calls", "model-call bodies"
+    SUBMISSIONS = "submissions", "submissions and evidence"
+    AUDIT = "audit", "audit events"
+
+
+class RetentionOverride(models.Model):
+    """A course's own retention period for one kind of data, in days (0:
+    kept); without a row the setting ``RETENTION_<KIND>_DAYS`` applies."""
+
+    course = models.ForeignKey(Course, on_delete=models.CASCADE, related_name="retention_overrides")
+    kind = models.CharField(max_length=32, choices=RetentionKind.choices)
+    days = models.PositiveIntegerField(help_text="0 keeps this kind of data of the course")
+
+    class Meta:
+        ordering = ["course_id", "kind"]
+        constraints = [
+            models.UniqueConstraint(fields=["course", "kind"], name="retentionoverride_one_per_kind"),
+            models.CheckConstraint(
+                condition=Q(
+                    kind__in=["messages", "memory", "recall_traces", "model_calls", "submissions", "audit"]
+                ),
+                name="retentionoverride_kind_valid",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.kind}: {self.days} days"

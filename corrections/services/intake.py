@@ -112,7 +112,11 @@ def _record(
     reference = redact(assistant).text if assistant else None
     # Outside any transaction: a slow model never holds a lock.
     detection = classifier.classify(
-        message=redacted.text, assistant=reference, course_id=course.pk, correlation_id=correlation_id or None
+        message=redacted.text,
+        assistant=reference,
+        course_id=course.pk,
+        correlation_id=correlation_id or None,
+        student_id=user.pk,
     )
     if detection is None:
         return None, False

@@ -324,6 +324,7 @@ def _reply_text(session: TutorSession, context: AssembledContext, content: str, 
             correlation_id=correlation_id,
             temperature=0.3,
             course_id=session.task.course_id,
+            student_id=session.student_id,
         )
         return text, False
     return offline_reply(task=session.task, feedback=context.feedback, message=content), True
@@ -336,6 +337,7 @@ def _offline_call(session: TutorSession, context: AssembledContext, text: str, c
         reply=text,
         correlation_id=correlation_id,
         course_id=session.task.course_id,
+        student_id=session.student_id,
     )
 
 

@@ -27,3 +27,8 @@ class LtiConfig(AppConfig):
         request_finished.connect(after_response.request_finished_received, dispatch_uid="lti-after-response")
         for queue in QUEUES:  # the staff desk and /metrics (tutor.desk)
             register_queue(queue)
+
+        from tutor.lti.rights import LtiRights
+        from tutor.rights.registry import register as register_rights
+
+        register_rights(LtiRights())  # its part of erasure and export (SPEC §13)

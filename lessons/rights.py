@@ -1,0 +1,146 @@
+"""The lessons app's part of the data rights (SPEC §13; ``tutor.rights``).
+
+Erasure: the person's recall traces go (with the hits they counted). A
+lesson captured from their work stays only if staff approved it -- it is the
+course's knowledge then -- with its link to their submission and attempt
+cut; a draft from their work that staff never approved goes. A staff
+member's lessons and decisions stay without their name.
+
+Export: which lessons were recalled into their tutor requests -- never the
+trace lines (staff data, SPEC §6), nor lessons that were not recalled.
+"""
+
+from __future__ import annotations
+
+from django.db.models import Q
+from rest_framework import serializers
+
+from feedback.models import ReviewAttempt, Submission
+from lessons.library import lessons_changed
+from lessons.models import DeltaBump, Lesson, LessonKey, LessonStatus, RecallTrace, SkillCandidate
+from lessons.services.capture import BODY_EVIDENCE_CHARS, draft_symptoms
+from lessons.services.store import lesson_keys
+from lessons.text import estimate_tokens, render_lesson, shingles
+from tutor.kernel.redaction import redact
+from tutor.rights.registry import Ledger, RightsPart, Subject
+
+APPROVED = (LessonStatus.APPROVED, LessonStatus.INJECTED, LessonStatus.QUARANTINED, LessonStatus.RETIRED)
+
+
+class RecalledRefSerializer(serializers.Serializer):
+    id = serializers.UUIDField()
+    title = serializers.CharField()
+
+
+class RecallUseSerializer(serializers.Serializer):
+    correlation_id = serializers.CharField()
+    task = serializers.UUIDField(source="task_id")
+    session = serializers.UUIDField(source="session_id", allow_null=True)
+    created_at = serializers.DateTimeField()
+    recalled = RecalledRefSerializer(many=True, help_text="the lessons recalled into that request")
+
+
+class LessonsRights(RightsPart):
+    name = "lessons"
+    position = 10
+    export_key = "recall"
+    rules = {
+        "lessons.RecallTrace": "deleted",
+        "lessons.RecalledLesson": "deleted with its trace",
+        "lessons.LessonHit": "deleted with its trace or session",
+        "lessons.Lesson": "from the person's work: kept when staff approved it, its source link cut and the "
+        "evidence it quoted from their work removed; else deleted; a staff member's lessons lose their name",
+        "lessons.LessonKey": "holds no person (deleted with its lesson)",
+        "lessons.SkillCandidate": "kept; a staff member loses their name and note",
+        "lessons.DeltaBump": "kept (counts of the course's lessons); a person who sent it loses their name",
+    }
+
+    def erase(self, subject: Subject, ledger: Ledger, *, dry_run: bool) -> None:
+        user = subject.user
+        submissions = subject.in_scope(Submission.objects.filter(student=user), "task__course_id").values(
+            "pk"
+        )
+        attempts = ReviewAttempt.objects.filter(submission__in=submissions).values("pk")
+        from_work = Lesson.objects.filter(
+            Q(source_submission__in=submissions) | Q(source_attempt__in=attempts)
+        )
+        drafts = from_work.exclude(status__in=APPROVED)
+        approved = from_work.filter(status__in=APPROVED)
+        created = subject.in_scope(Lesson.objects.filter(created_by=user), "course_id")
+        traces = subject.in_scope(RecallTrace.objects.filter(student=user), "course_id")
+        candidates = subject.in_scope(SkillCandidate.objects.filter(decided_by=user), "lesson__course_id")
+        bumps = subject.in_scope(DeltaBump.objects.filter(actor=user), "lesson__course_id")
+        courses = set(from_work.values_list("course_id", flat=True)) | set(
+            created.values_list("course_id", flat=True)
+        )
+        ledger.delete(traces, dry_run=dry_run)
+        ledger.delete(drafts, dry_run=dry_run)
+        if dry_run:
+            ledger.pseudonymise(Lesson, approved.count() + created.count())
+            ledger.pseudonymise(SkillCandidate, candidates.count())
+            ledger.pseudonymise(DeltaBump, bumps.count())
+            return
+        quotes = _quotes(attempts)
+        for lesson in approved:
+            _unquote(lesson, quotes)
+        ledger.pseudonymise(Lesson, approved.update(source_submission=None, source_attempt=None))
+        ledger.pseudonymise(Lesson, created.update(created_by=None))
+        ledger.pseudonymise(SkillCandidate, candidates.update(decided_by=None, note=""))
+        ledger.pseudonymise(DeltaBump, bumps.update(actor=None))
+        if courses:
+            lessons_changed(*courses)
+
+    def export(self, subject: Subject):
+        traces = (
+            RecallTrace.objects.filter(student=subject.user)
+            .prefetch_related("recalled")
+            .order_by("created_at", "id")
+        )
+        return RecallUseSerializer(traces, many=True).data
+
+    def export_serializer(self):
+        return RecallUseSerializer(many=True)
+
+
+REMOVED_QUOTE = "(removed: the student's work was erased)"
+
+
+def _quotes(attempts) -> list[str]:
+    """What a captured lesson may quote of the person's work: the evidence
+    of their criteria (``lessons.services.capture`` copies a failing
+    criterion's evidence into the body and its first lines into symptoms)."""
+    found = set()
+    for result in ReviewAttempt.objects.filter(pk__in=attempts).values_list("result", flat=True):
+        for criterion in (result or {}).get("criteria") or []:
+            evidence = criterion.get("evidence") if isinstance(criterion, dict) else None
+            if isinstance(evidence, str) and evidence.strip():
+                found.add(evidence)
+    return sorted(found, key=len, reverse=True)
+
+
+def _unquote(lesson: Lesson, quotes: list[str]) -> None:
+    """Remove the person's quoted work from a lesson the course keeps, and
+    write its derived columns (tokens, shingles, recall keys) again."""
+    body, symptoms = lesson.body, list(lesson.symptoms)
+    for quote in quotes:
+        for form in {quote[:BODY_EVIDENCE_CHARS], redact(quote[:BODY_EVIDENCE_CHARS]).text}:
+            body = body.replace(form, REMOVED_QUOTE)
+        quoted = {s.casefold() for s in draft_symptoms("", quote)} | {
+            s.casefold() for s in draft_symptoms("", redact(quote).text)
+        }
+        symptoms = [s for s in symptoms if s.casefold() not in quoted]
+    if (body, symptoms) == (lesson.body, lesson.symptoms):
+        return
+    lesson.body, lesson.symptoms = body, symptoms
+    lesson.shingles = shingles(f"{lesson.title}\n{body}")
+    lesson.shingle_count = len(lesson.shingles)
+    lesson.tokens = estimate_tokens(render_lesson(lesson.title, body))
+    Lesson.objects.filter(pk=lesson.pk).update(
+        body=body,
+        symptoms=symptoms,
+        shingles=lesson.shingles,
+        shingle_count=lesson.shingle_count,
+        tokens=lesson.tokens,
+    )
+    LessonKey.objects.filter(lesson=lesson).delete()
+    LessonKey.objects.bulk_create(lesson_keys(lesson))
