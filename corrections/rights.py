@@ -30,9 +30,9 @@ from corrections.models import (
 )
 from corrections.selectors import memory_list
 from corrections.serializers import CorrectionSerializer, MemoryItemSerializer
-from tutor.models import ModelCall
+from tutor.models import ModelCall, RetentionKind
 from tutor.rights.own import texts_forget
-from tutor.rights.registry import Ledger, RightsPart, Subject
+from tutor.rights.registry import Ledger, RightsPart, Subject, delete_batch
 
 
 class CorrectionsExportSerializer(serializers.Serializer):
@@ -65,6 +65,16 @@ class CorrectionsRights(RightsPart):
         "the person as claimant or decider",
         "corrections.ProcessRule": "kept (the course's); a staff member loses their name and reason",
     }
+
+    def retention(self):
+        # Counted from the last update: a preference stated again stays.
+        return {
+            RetentionKind.MEMORY: lambda *, scope, before, limit, dry_run: delete_batch(
+                scope.of(MemoryItem.objects.filter(updated_at__lt=before), "course_id"),
+                limit=limit,
+                dry_run=dry_run,
+            )
+        }
 
     def erase(self, subject: Subject, ledger: Ledger, *, dry_run: bool) -> None:
         user = subject.user

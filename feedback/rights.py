@@ -15,7 +15,8 @@ from __future__ import annotations
 from feedback.evidence import evidence_summary, normalize_evidence
 from feedback.models import AttemptScrubPermit, RegradeRequest, ReviewAttempt, Submission
 from feedback.serializers import SubmissionSerializer
-from tutor.models import ModelCall
+from feedback.services.retention import HISTORIES_MAX_BATCH, histories_past_retention, histories_purge
+from tutor.models import Course, ModelCall, RetentionKind
 from tutor.rights.registry import Ledger, RightsPart, Subject
 
 ERASED_EVIDENCE = normalize_evidence({})
@@ -46,6 +47,9 @@ class FeedbackRights(RightsPart):
         "feedback.AttemptPurgePermit": "holds no person (exists only inside a purge)",
         "feedback.AttemptScrubPermit": "holds no person (exists only inside an erasure)",
     }
+
+    def retention(self):
+        return {RetentionKind.SUBMISSIONS: submissions_expire}
 
     def erase(self, subject: Subject, ledger: Ledger, *, dry_run: bool) -> None:
         user, pseudonym = subject.user, subject.pseudonym
@@ -126,3 +130,25 @@ class FeedbackRights(RightsPart):
             if log and submission.ci_source == "student":
                 files.append((f"{base}/ci-log.txt", log))
         return files
+
+
+RETENTION_REASON = "retention: RETENTION_SUBMISSIONS_DAYS"
+
+
+def submissions_expire(*, scope, before, limit, dry_run) -> int:
+    """Whole histories whose newest submission is past retention go, a batch
+    of at most ``limit`` histories of one course per call (SPEC §2: the
+    audited ``attempts_purge``, as ``purge_submissions`` does)."""
+    courses = scope.of(Course.objects.order_by("slug"), "pk")
+    total = 0
+    for course in courses:
+        histories = histories_past_retention(course=course, before=before)
+        if dry_run:
+            total += sum(h.submissions for h in histories)
+            continue
+        if histories:
+            batch = histories[: min(limit or HISTORIES_MAX_BATCH, HISTORIES_MAX_BATCH)]
+            return histories_purge(
+                course=course, histories=batch, before=before, reason=RETENTION_REASON
+            ).submissions
+    return total

@@ -22,7 +22,8 @@ from lessons.services.capture import BODY_EVIDENCE_CHARS, draft_symptoms
 from lessons.services.store import lesson_keys
 from lessons.text import estimate_tokens, render_lesson, shingles
 from tutor.kernel.redaction import redact
-from tutor.rights.registry import Ledger, RightsPart, Subject
+from tutor.models import RetentionKind
+from tutor.rights.registry import Ledger, RightsPart, Subject, delete_batch
 
 APPROVED = (LessonStatus.APPROVED, LessonStatus.INJECTED, LessonStatus.QUARANTINED, LessonStatus.RETIRED)
 
@@ -54,6 +55,16 @@ class LessonsRights(RightsPart):
         "lessons.SkillCandidate": "kept; a staff member loses their name and note",
         "lessons.DeltaBump": "kept (counts of the course's lessons); a person who sent it loses their name",
     }
+
+    def retention(self):
+        # The hits a trace counted go with it: a session may count the lesson again.
+        return {
+            RetentionKind.RECALL_TRACES: lambda *, scope, before, limit, dry_run: delete_batch(
+                scope.of(RecallTrace.objects.filter(created_at__lt=before), "course_id"),
+                limit=limit,
+                dry_run=dry_run,
+            )
+        }
 
     def erase(self, subject: Subject, ledger: Ledger, *, dry_run: bool) -> None:
         user = subject.user

@@ -309,7 +309,10 @@ def record_offline_call(
 
 
 def model_calls_purge(*, now=None) -> int:
-    """Delete ModelCall rows older than ``MODEL_CALL_RETENTION_DAYS``."""
+    """Delete ModelCall rows older than ``MODEL_CALL_RETENTION_DAYS`` (0: keep;
+    ``retention_apply`` does the same with courses' own periods)."""
+    if not settings.MODEL_CALL_RETENTION_DAYS:
+        return 0
     cutoff = (now or timezone.now()) - timedelta(days=settings.MODEL_CALL_RETENTION_DAYS)
     deleted, _ = ModelCall.objects.filter(created_at__lt=cutoff).delete()
     return deleted

@@ -64,6 +64,13 @@ class MeEnrollmentSerializer(serializers.Serializer):
     course_slug = serializers.CharField(source="course.slug")
     course_title = serializers.CharField(source="course.title")
     role = serializers.ChoiceField(choices=Enrollment.Role.choices)
+    ai_notice_required = serializers.BooleanField(
+        source="course.ai_notice_required",
+        help_text="the AI notice must be acknowledged before tutor messages",
+    )
+    ai_notice_acknowledged = serializers.CharField(
+        allow_null=True, help_text="the notice version acknowledged in this course, or null"
+    )
 
 
 class MeSerializer(serializers.Serializer):
@@ -71,4 +78,5 @@ class MeSerializer(serializers.Serializer):
     display_name = serializers.CharField()
     # Admin access (course staff, superusers): the client shows a link to /admin/.
     is_staff = serializers.BooleanField()
+    ai_notice_version = serializers.CharField(help_text="the current version of the AI notice (SPEC §13)")
     enrollments = MeEnrollmentSerializer(many=True)

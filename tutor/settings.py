@@ -17,7 +17,7 @@ import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
 from tutor.lti.rolemap import DEFAULT_ROLE_MAP, RoleMapError, parse_role_map
-from tutor.ops.env import env_bool, env_int, env_list, env_number, env_rate, env_str, env_url
+from tutor.ops.env import env_bool, env_days, env_int, env_list, env_number, env_rate, env_str, env_url
 from tutor.ops.logs import logging_config
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -163,7 +163,24 @@ REVIEW_SOFT_TIME_LIMIT = env_int("REVIEW_SOFT_TIME_LIMIT", 360, minimum=1)
 REVIEW_HARD_TIME_LIMIT = env_int("REVIEW_HARD_TIME_LIMIT", 420, minimum=1)
 CELERY_VISIBILITY_TIMEOUT = env_int("CELERY_VISIBILITY_TIMEOUT", 3600, minimum=1)
 REVIEW_SWEEP_INTERVAL = env_int("REVIEW_SWEEP_INTERVAL", 60, minimum=1)
-MODEL_CALL_RETENTION_DAYS = env_int("MODEL_CALL_RETENTION_DAYS", 90, minimum=1)
+# Retention per kind of data (SPEC §13), in days; 0 keeps that kind. A course
+# may override each in admin (RetentionOverride); `manage.py retention_apply`
+# and the daily beat task below apply them. MODEL_CALL_RETENTION_DAYS is the
+# earlier name of RETENTION_MODEL_CALLS_DAYS, still read.
+RETENTION_MESSAGES_DAYS = env_days("RETENTION_MESSAGES_DAYS", 365)
+RETENTION_MEMORY_DAYS = env_days("RETENTION_MEMORY_DAYS", 365)
+RETENTION_RECALL_TRACES_DAYS = env_days("RETENTION_RECALL_TRACES_DAYS", 180)
+RETENTION_MODEL_CALLS_DAYS = env_days("RETENTION_MODEL_CALLS_DAYS", env_days("MODEL_CALL_RETENTION_DAYS", 90))
+RETENTION_SUBMISSIONS_DAYS = env_days("RETENTION_SUBMISSIONS_DAYS", 0)
+RETENTION_AUDIT_DAYS = env_days("RETENTION_AUDIT_DAYS", 0)
+MODEL_CALL_RETENTION_DAYS = RETENTION_MODEL_CALLS_DAYS
+# Rows per retention batch: each batch is its own short transaction.
+RETENTION_BATCH = env_int("RETENTION_BATCH", 500, minimum=1)
+# The AI notice (SPEC §13): its text version (bump it when the wording changes;
+# a new provider, model or retention asks again by itself) and the provider's
+# name as students read it (default: the host of TUTOR_LLM_BASE_URL).
+AI_NOTICE_VERSION = env_str("AI_NOTICE_VERSION", "1")
+AI_NOTICE_PROVIDER = env_str("AI_NOTICE_PROVIDER", "")
 # Model-staff agreement (review-agreement): a criterion whose model verdicts
 # staff agree with less often than the floor, over at least the minimum number
 # of staff verdicts, is flagged, and new model FAILs on it wait for staff.
@@ -251,7 +268,8 @@ CELERY_BEAT_SCHEDULE = {
         "task": "feedback.tasks.sweep_attempts",
         "schedule": float(REVIEW_SWEEP_INTERVAL),
     },
-    "purge-model-calls": {"task": "tutor.tasks.purge_model_calls", "schedule": 86400.0},
+    # Retention of every kind of data, model calls included (SPEC §13).
+    "apply-retention": {"task": "tutor.tasks.apply_retention", "schedule": 86400.0},
     "optimize-database": {"task": "tutor.tasks.optimize_database", "schedule": 3600.0},
     # Reply claims of killed web workers (tutor.chat.services.sessions_release_stale).
     "release-stale-replies": {
@@ -285,6 +303,7 @@ else:
 TUTOR_THROTTLE_SUBMISSIONS = env_rate("TUTOR_THROTTLE_SUBMISSIONS", "30/min")
 TUTOR_THROTTLE_MESSAGES = env_rate("TUTOR_THROTTLE_MESSAGES", "60/min")
 TUTOR_THROTTLE_REGRADES = env_rate("TUTOR_THROTTLE_REGRADES", "10/hour")
+TUTOR_THROTTLE_EXPORTS = env_rate("TUTOR_THROTTLE_EXPORTS", "10/hour")
 CSRF_FAILURE_VIEW = "tutor.web.handlers.csrf_failure"
 REST_FRAMEWORK = {
     # JSON only (SPEC §7): the browsable API would answer ?format=api and
@@ -309,6 +328,7 @@ REST_FRAMEWORK = {
         "submissions": TUTOR_THROTTLE_SUBMISSIONS,
         "messages": TUTOR_THROTTLE_MESSAGES,
         "regrade_requests": TUTOR_THROTTLE_REGRADES,
+        "exports": TUTOR_THROTTLE_EXPORTS,
     },
     "TEST_REQUEST_DEFAULT_FORMAT": "json",
 }

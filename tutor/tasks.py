@@ -22,3 +22,10 @@ def release_stale_replies() -> int:
     from tutor.chat.services import sessions_release_stale
 
     return sessions_release_stale()
+
+
+@shared_task(name="tutor.tasks.apply_retention")
+def apply_retention() -> dict:
+    from tutor.rights.retention import retention_apply
+
+    return retention_apply()

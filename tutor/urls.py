@@ -8,6 +8,7 @@ from feedback import api as feedback_api
 from lessons import urls as lessons_urls
 from tutor import monitoring, views
 from tutor.chat import views as session_views
+from tutor.rights import views as rights_views
 from tutor.web import (
     converters,  # noqa: F401  (registers the public_id path converter)
     pages,
@@ -56,6 +57,13 @@ urlpatterns = [
         name="task-review-agreement",
     ),
     path("api/me/", views.MeView.as_view(), name="me"),
+    # --- data rights (SPEC §13) ---
+    path("api/me/export/", rights_views.ExportView.as_view(), name="me-export"),
+    path(
+        "api/courses/<public_id:course_id>/ai-notice/",
+        rights_views.NoticeView.as_view(),
+        name="course-ai-notice",
+    ),
     path("api/", include(router.urls)),
     # --- the reference student client (templates + static JS, no build step) ---
     path("", pages.client, name="client"),

@@ -13,6 +13,7 @@ from rest_framework.views import APIView
 from tutor import access
 from tutor.health import health_report, health_status_code
 from tutor.models import Course, Task
+from tutor.rights.notice import notice_version
 from tutor.selectors import user_enrollments
 from tutor.serializers import CourseSerializer, MeSerializer, TaskSerializer
 
@@ -63,6 +64,7 @@ class MeView(APIView):
             "username": user.get_username(),
             "display_name": user.get_full_name() or user.get_username(),
             "is_staff": user.is_staff,
+            "ai_notice_version": notice_version(),
             "enrollments": user_enrollments(user),
         }
         return Response(MeSerializer(profile).data)

@@ -9,6 +9,7 @@ from rest_framework.test import APIClient
 
 from tests.factories import client_for, enroll, make_course, make_user
 from tutor.models import Enrollment
+from tutor.rights.notice import notice_version
 
 ME = "/api/me/"
 
@@ -27,13 +28,23 @@ def test_me_names_the_user_and_each_enrolment_with_its_course_and_role(student, 
         "username": "alice",
         "display_name": "Alice Liddell",
         "is_staff": True,  # staff of ai-201: admin access
+        "ai_notice_version": notice_version(),
         "enrollments": [
-            {"course": str(other.pk), "course_slug": "ai-201", "course_title": other.title, "role": "staff"},
+            {
+                "course": str(other.pk),
+                "course_slug": "ai-201",
+                "course_title": other.title,
+                "role": "staff",
+                "ai_notice_required": False,
+                "ai_notice_acknowledged": None,
+            },
             {
                 "course": str(course.pk),
                 "course_slug": "se-101",
                 "course_title": course.title,
                 "role": "student",
+                "ai_notice_required": False,
+                "ai_notice_acknowledged": None,
             },
         ],
     }
@@ -45,7 +56,13 @@ def test_me_without_a_name_shows_the_username_and_without_courses_an_empty_list(
 
     body = client_for(user).get(ME).json()
 
-    assert body == {"username": "newcomer", "display_name": "newcomer", "is_staff": False, "enrollments": []}
+    assert body == {
+        "username": "newcomer",
+        "display_name": "newcomer",
+        "is_staff": False,
+        "ai_notice_version": notice_version(),
+        "enrollments": [],
+    }
 
 
 @pytest.mark.django_db
@@ -84,8 +101,15 @@ def test_me_is_in_the_schema_with_its_shape():
     assert {"200", "401"} <= set(operation["responses"])
     ref = operation["responses"]["200"]["content"]["application/json"]["schema"]["$ref"]
     me = schema["components"]["schemas"][ref.rsplit("/", 1)[1]]
-    assert set(me["properties"]) == {"username", "display_name", "is_staff", "enrollments"}
+    assert set(me["properties"]) == {"username", "display_name", "is_staff", "ai_notice_version", "enrollments"}
     item_ref = me["properties"]["enrollments"]["items"]["$ref"]
     enrollment = schema["components"]["schemas"][item_ref.rsplit("/", 1)[1]]
-    assert set(enrollment["properties"]) == {"course", "course_slug", "course_title", "role"}
+    assert set(enrollment["properties"]) == {
+        "course",
+        "course_slug",
+        "course_title",
+        "role",
+        "ai_notice_required",
+        "ai_notice_acknowledged",
+    }
     assert enrollment["properties"]["course"]["format"] == "uuid"

@@ -11,7 +11,7 @@ import uuid
 from dataclasses import dataclass
 
 from django.conf import settings
-from django.db.models import OuterRef, Subquery, Value
+from django.db.models import Case, CharField, OuterRef, Subquery, Value, When
 from django.http import Http404
 
 from feedback.selectors import FeedbackSelection, folded_selection, latest_row_rows, latest_row_subquery
@@ -21,7 +21,7 @@ from tutor.db.memo import Memo
 from tutor.db.prepared import PreparedQuery, model_columns, model_from_row
 from tutor.db.snapshots import Versions, version_subqueries, versions_from_row
 from tutor.kernel.errors import InvalidInput
-from tutor.models import Course, Enrollment, Rubric, Task, TutorMessage, TutorSession
+from tutor.models import Course, Enrollment, NoticeAcknowledgement, Rubric, Task, TutorMessage, TutorSession
 
 _TASK_COLUMNS = [
     *model_columns(Task),
@@ -124,6 +124,7 @@ def owned_session_queryset(*, user_id, session_id, prompt_version, engine_versio
         .values(*model_columns(TutorSession), *(f"task__{column}" for column in _TASK_COLUMNS))
         .annotate(
             **version_subqueries("task__course_id", Value(user_id)),
+            notice_acknowledged=notice_acknowledged(user_id, "task__course"),
             **_turn_reads(
                 user_id,
                 messages=TutorMessage.objects.filter(session_id=OuterRef("pk")),
@@ -135,6 +136,21 @@ def owned_session_queryset(*, user_id, session_id, prompt_version, engine_versio
             ),
         )
         .order_by()[:1]
+    )
+
+
+def notice_acknowledged(user_id, course: str):
+    """The AI notice version the student last acknowledged in the course,
+    read only for a course that requires it (SPEC §13): a column of the
+    statement that reads the session, so the check costs no query."""
+    latest = NoticeAcknowledgement.objects.filter(user_id=Value(user_id), course_id=OuterRef(f"{course}_id"))
+    return Case(
+        When(
+            **{f"{course}__ai_notice_required": True},
+            then=Subquery(latest.order_by("-acknowledged_at", "-id").values("version")[:1]),
+        ),
+        default=Value(None, output_field=CharField()),
+        output_field=CharField(),
     )
 
 
@@ -171,7 +187,8 @@ def owned_session(user, session_id) -> TutorSession:
     The session also carries what this statement read for its next turn:
     ``snapshot_versions``, ``history`` (its newest messages, oldest first, as
     ``earlier_messages`` returns them for a message after all of them) and
-    ``feedback`` (the student's feedback selection for the task)."""
+    ``feedback`` (the student's feedback selection for the task) and
+    ``notice_acknowledged`` (``notice_acknowledged``)."""
     max_messages = history_limits()[0]
     row = OWNED_SESSION.first(
         user_id=user.pk, session_id=session_id, max_messages=max_messages, **_feedback_versions()
@@ -185,6 +202,7 @@ def owned_session(user, session_id) -> TutorSession:
     session.snapshot_versions = versions_from_row(row, course_id=session.task.course_id, user_id=user.pk)
     session.history = _history(row["history"])
     session.feedback = folded_selection(latest_row_rows(row["feedback"]), session.task)
+    session.notice_acknowledged = row["notice_acknowledged"]
     return session
 
 

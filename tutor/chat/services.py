@@ -27,7 +27,8 @@ from tutor.db.guarded_writes import Row, guarded_write
 from tutor.db.prepared import PreparedInsert, PreparedUpdate
 from tutor.kernel.errors import Conflict, ServiceUnavailable
 from tutor.kernel.redaction import redact, unmarked
-from tutor.models import Task, TutorMessage, TutorSession
+from tutor.models import NoticeAcknowledgement, Task, TutorMessage, TutorSession
+from tutor.rights.notice import notice_check
 from tutor.signals import user_message_handled, user_message_rows
 
 log = logging.getLogger(__name__)
@@ -179,6 +180,7 @@ def message_send(*, session: TutorSession, content: str, correlation_id: str) ->
     budget and another one took the session over. The session's ``task``
     must come with ``course`` and ``current_rubric``.
     """
+    _notice_check(session)
     content = message_text(content)
     try:
         # The claim and the message it is taken for, in one write: a session
@@ -218,6 +220,24 @@ def message_send(*, session: TutorSession, content: str, correlation_id: str) ->
                 reply_pending_since=None
             )
             message_after_send(session=session, user_message=user_message, reply=None, context=None)
+
+
+def _notice_check(session: TutorSession) -> None:
+    """SPEC §13: a course may require the AI notice before the first tutor
+    message -- a 409 ``ai_notice_required`` until the current version is
+    acknowledged. What the student acknowledged was read with the session
+    (``owned_session``); a session from elsewhere reads it here."""
+    course = session.task.course
+    if not course.ai_notice_required:
+        return
+    acknowledged = getattr(session, "notice_acknowledged", _UNREAD)
+    if acknowledged is _UNREAD:
+        latest = NoticeAcknowledgement.objects.filter(user_id=session.student_id, course=course).first()
+        acknowledged = latest.version if latest else None
+    notice_check(course=course, acknowledged_version=acknowledged)
+
+
+_UNREAD = object()
 
 
 def _earlier(session: TutorSession, position: int) -> list[dict]:

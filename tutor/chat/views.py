@@ -74,7 +74,10 @@ class SessionMessagesView(APIView):
         request=MessageCreateSerializer,
         responses={
             201: ExchangeSerializer,
-            409: conflict("A reply is still pending, or the session is archived."),
+            409: conflict(
+                "A reply is still pending, the session is archived, or the course requires the AI "
+                "notice first (code ai_notice_required)."
+            ),
             503: unavailable("The model is unavailable; the message is kept."),
         },
     )

@@ -73,6 +73,7 @@ class ServiceUnavailable(DomainError):
 
 class ErrorCode409Enum(models.TextChoices):
     CONFLICT = "conflict"
+    AI_NOTICE_REQUIRED = "ai_notice_required"
 
 
 class ErrorCode413Enum(models.TextChoices):

@@ -92,3 +92,11 @@ def env_url(name: str, schemes: tuple[str, ...]) -> str | None:
         allowed = ", ".join(f"{s}://" for s in schemes)
         raise ImproperlyConfigured(f"{name} must be a URL starting with {allowed}; got {value!r}")
     return value
+
+
+def env_days(name: str, default: int) -> int:
+    """A retention period in days (SPEC §13): set but empty, or 0, keeps the data."""
+    value = _raw(name)
+    if value is not None and value.strip() == "":
+        return 0
+    return env_int(name, default)

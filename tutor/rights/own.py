@@ -17,11 +17,12 @@ from tutor.models import (
     Enrollment,
     ModelCall,
     NoticeAcknowledgement,
+    RetentionKind,
     ScopeVersion,
     TutorMessage,
     TutorSession,
 )
-from tutor.rights.registry import Ledger, RightsPart, Subject
+from tutor.rights.registry import Ledger, RightsPart, Subject, delete_batch
 from tutor.rights.subjects import scrub_json, scrub_text
 
 ERASED_REPR = "(erased)"
@@ -89,6 +90,21 @@ class TutorRights(RightsPart):
         "tutor.RetentionOverride": "holds no person",
         "tutor.ScopeVersion": "the person's snapshot versions are deleted with the whole person",
     }
+
+    def retention(self):
+        return {
+            RetentionKind.MESSAGES: lambda *, scope, before, limit, dry_run: delete_batch(
+                scope.of(TutorMessage.objects.filter(created_at__lt=before), "session__task__course_id"),
+                limit=limit,
+                dry_run=dry_run,
+            ),
+            RetentionKind.MODEL_CALLS: lambda *, scope, before, limit, dry_run: delete_batch(
+                scope.of(ModelCall.objects.filter(created_at__lt=before), "course_id"),
+                limit=limit,
+                dry_run=dry_run,
+            ),
+            RetentionKind.AUDIT: audit_expire,
+        }
 
     def erase(self, subject: Subject, ledger: Ledger, *, dry_run: bool) -> None:
         user = subject.user
@@ -251,3 +267,30 @@ def _counts_only(value):
     if isinstance(value, list):
         return [_counts_only(v) for v in value if not isinstance(v, str)]
     return value
+
+
+EXPIRED_LABEL = "(expired)"
+
+
+def audit_expire(*, scope, before, limit, dry_run) -> int:
+    """Audit events past their retention keep what happened -- event, course,
+    target, states, time and counts -- but no longer who or why (SPEC §13):
+    the actor, the reason, how the target read and the texts of ``extra``."""
+    from django.db import transaction
+
+    rows = scope.of(
+        AuditEvent.objects.filter(created_at__lt=before).exclude(actor_label=EXPIRED_LABEL), "course_id"
+    )
+    if dry_run:
+        return rows.count()
+    with transaction.atomic():
+        events = list(rows.order_by("pk").only("pk", "extra")[:limit])
+        for event in events:
+            AuditEvent.objects.filter(pk=event.pk).update(
+                actor=None,
+                actor_label=EXPIRED_LABEL,
+                reason="",
+                target_repr="",
+                extra=_counts_only(event.extra),
+            )
+    return len(events)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -50,6 +51,39 @@ class Subject:
         if self.course_ids is None:
             return queryset
         return queryset.filter(**{f"{course_path}__in": self.course_ids})
+
+
+@dataclass(frozen=True)
+class RetentionScope:
+    """Which courses' rows a retention batch handles: ``course_ids``, or
+    (None) every row whose course is not in ``other_course_ids`` -- rows
+    without a course included: the courses that follow the setting."""
+
+    course_ids: tuple | None
+    other_course_ids: tuple = ()
+
+    def of(self, queryset: models.QuerySet, course_path: str) -> models.QuerySet:
+        if self.course_ids is not None:
+            return queryset.filter(**{f"{course_path}__in": self.course_ids})
+        if not self.other_course_ids:
+            return queryset
+        return queryset.exclude(**{f"{course_path}__in": self.other_course_ids})
+
+
+def delete_batch(queryset: models.QuerySet, *, limit: int | None, dry_run: bool) -> int:
+    """Delete the oldest ``limit`` rows of ``queryset`` by primary key in a
+    short transaction of their own (never a lock over a whole table), or
+    count them all in a dry run."""
+    from django.db import transaction
+
+    if dry_run:
+        return queryset.count()
+    pks = list(queryset.order_by("pk").values_list("pk", flat=True)[:limit])
+    if not pks:
+        return 0
+    with transaction.atomic():
+        queryset.model._base_manager.filter(pk__in=pks).delete()
+    return len(pks)
 
 
 @dataclass
@@ -103,6 +137,14 @@ class RightsPart(ABC):
     position: int = 0
     rules: dict[str, str] = {}
     export_key: str | None = None
+
+    def retention(self) -> dict[str, Callable[..., int]]:
+        """The kinds of data (``tutor.models.RetentionKind``) whose retention
+        this app applies: kind -> ``fn(*, scope, before, limit, dry_run)``
+        deleting (or pseudonymising) at most ``limit`` rows older than
+        ``before`` in ``scope`` (``RetentionScope``) in one short transaction
+        and returning how many; with ``dry_run``, counting them all."""
+        return {}
 
     @abstractmethod
     def erase(self, subject: Subject, ledger: Ledger, *, dry_run: bool) -> None:
