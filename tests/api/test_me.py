@@ -101,7 +101,8 @@ def test_me_is_in_the_schema_with_its_shape():
     assert {"200", "401"} <= set(operation["responses"])
     ref = operation["responses"]["200"]["content"]["application/json"]["schema"]["$ref"]
     me = schema["components"]["schemas"][ref.rsplit("/", 1)[1]]
-    assert set(me["properties"]) == {"username", "display_name", "is_staff", "ai_notice_version", "enrollments"}
+    fields = {"username", "display_name", "is_staff", "ai_notice_version", "enrollments"}
+    assert set(me["properties"]) == fields
     item_ref = me["properties"]["enrollments"]["items"]["$ref"]
     enrollment = schema["components"]["schemas"][item_ref.rsplit("/", 1)[1]]
     assert set(enrollment["properties"]) == {
