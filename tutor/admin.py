@@ -4,7 +4,8 @@ from django.contrib import admin
 from django.utils.html import format_html, format_html_join
 
 from tutor.admin_scoping import CappedCountPaginator, CourseScopedAdmin, ReadOnlyAdmin, ScopedFilter
-from tutor.models import AuditEvent, Course, Enrollment, ModelCall, Rubric, Task
+from tutor.models import AuditEvent, Course, Enrollment, ModelCall, RetentionOverride, Rubric, Task
+from tutor.rights.admin_actions import ErasureActions
 from tutor.services import enrollment_remove, enrollment_set
 
 
@@ -27,11 +28,20 @@ class RubricInline(admin.TabularInline):
         return False
 
 
+class RetentionOverrideInline(admin.TabularInline):
+    """A course's own retention per kind of data (SPEC §13); without a row
+    the setting RETENTION_<KIND>_DAYS applies."""
+
+    model = RetentionOverride
+    extra = 0
+
+
 @admin.register(Course)
 class CourseAdmin(CourseScopedAdmin):
     course_path = "id"
-    list_display = ["slug", "title", "created_at"]
+    list_display = ["slug", "title", "ai_notice_required", "created_at"]
     search_fields = ["slug", "title"]
+    inlines = [RetentionOverrideInline]
 
 
 @admin.register(Task)
@@ -101,7 +111,7 @@ class RubricAdmin(CourseScopedAdmin, ReadOnlyAdmin):
 
 
 @admin.register(Enrollment)
-class EnrollmentAdmin(CourseScopedAdmin):
+class EnrollmentAdmin(ErasureActions, CourseScopedAdmin):
     """Enrolments change through the enrolment services, as from the command
     line: audited (``enrollment_changed``), and admin access follows staff
     enrolments."""
@@ -111,6 +121,7 @@ class EnrollmentAdmin(CourseScopedAdmin):
     list_select_related = ["user", "course"]
     search_fields = ["user__username"]
     autocomplete_fields = ["user"]
+    actions = ["erase_course_data", "erase_person"]
 
     def get_readonly_fields(self, request, obj=None):
         # An enrolment is one user in one course: to move it, remove it and enrol anew.
