@@ -9,6 +9,7 @@ import { applyLanguage, chooseLanguage, setUpLanguageSelect, t } from "./i18n.js
 import { EvidenceForm } from "./evidence.js";
 import { messageNode, renderMessages } from "./chat.js";
 import { newestAttempt, renderProgress, renderReview, renderTutorView, submissionNumber, TERMINAL } from "./review.js";
+import { isNoticeRequired, openNotice, setUpNotice } from "./notice.js";
 
 const $ = (id) => document.getElementById(id);
 const POLL_FIRST_MS = 500;
@@ -217,7 +218,7 @@ async function openTask(task) {
   show($("review-status"), "");
   show($("chat-error"), "");
   $("chat-status").textContent = "";
-  await Promise.all([loadReview(), openSession(false)]);
+  await Promise.all([loadReview(), openSession(false), openNotice(state.me, task.course).catch(() => {})]);
 }
 
 // --- the review ----------------------------------------------------------------
@@ -482,6 +483,9 @@ async function sendMessage() {
       input.value = "";
       show($("chat-error"), t("tutor_unavailable"));
       await loadMessages();
+    } else if (isNoticeRequired(error)) {
+      show($("chat-error"), t("notice_required"));
+      await openNotice(state.me, state.task.course, { force: true });
     } else if (error instanceof ApiError && error.status === 409) {
       show($("chat-error"), t("reply_still_coming"));
       await followConflict(session);
@@ -505,6 +509,8 @@ function setUpChat() {
       sendMessage();
     }
   });
+  $("ai-notice-open").addEventListener("click", () => openNotice(state.me, state.task.course, { force: true }));
+  setUpNotice(() => show($("chat-error"), ""));
   $("new-session-button").addEventListener("click", async () => {
     await openSession(true);
     $("chat-input").focus();
