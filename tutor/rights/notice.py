@@ -35,7 +35,7 @@ SENT_TO_THE_MODEL = (
 REDACTED_FIRST = (
     "Secrets (keys, tokens, passwords) and e-mail addresses are replaced before anything is sent."
 )
-NOT_SENT = "Your name, username and e-mail address are not sent."
+NOT_SENT = "The tutor does not add your name, username or e-mail address to what it sends."
 
 
 class NoticeRequired(Conflict):
