@@ -23,7 +23,7 @@ from tutor.models import (
     TutorSession,
 )
 from tutor.rights.registry import Ledger, RightsPart, Subject, delete_batch
-from tutor.rights.subjects import scrub_json, scrub_text
+from tutor.rights.subjects import json_number_forms, scrub_json, scrub_text
 
 ERASED_REPR = "(erased)"
 
@@ -180,7 +180,9 @@ def audit_forget(subject: Subject, ledger: Ledger, *, dry_run: bool) -> None:
     for label, pks in ledger.targets.items():
         model_type = ContentType.objects.get_by_natural_key(*label.lower().split("."))
         forgotten |= {(model_type.pk, pk) for pk in pks}
-    mentions = Q(actor_id=subject.user_id) | Q(_extra__icontains=str(subject.user_id))
+    mentions = Q(actor_id=subject.user_id)
+    for form in json_number_forms(subject.user_id):
+        mentions |= Q(_extra__contains=form)
     for identifier in subject.identifiers:
         mentions |= Q(actor_label__iexact=identifier) | Q(target_repr__icontains=identifier)
         mentions |= Q(reason__icontains=identifier) | Q(_extra__icontains=identifier)

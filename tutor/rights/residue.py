@@ -31,7 +31,7 @@ from django.db import models
 from django.db.models import Q
 from django.db.models.functions import Cast
 
-from tutor.rights.subjects import PERSON_KEYS
+from tutor.rights.subjects import PERSON_KEYS, json_number_forms
 
 PROJECT_APPS = ("tutor", "feedback", "corrections", "lessons", "lti")
 PERSON_TABLES = ("auth.User", "authtoken.Token", "admin.LogEntry")
@@ -180,9 +180,10 @@ def _scan_table(model, rows, user_id, user_type, needles) -> list[Hit]:
         alias = f"_residue_{field.name}"
         annotations[alias] = Cast(field.name, models.TextField())
         forms = {form for needle in needles for form in _json_forms(needle.value)}
-        forms.add(str(user_id))
         for form in forms:
             where |= Q(**{f"{alias}__icontains": form})
+        for form in json_number_forms(user_id):
+            where |= Q(**{f"{alias}__contains": form})
     for field in people:
         where |= Q(**{field.attname: user_id})
     for type_field, id_field in generic:
