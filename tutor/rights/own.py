@@ -245,20 +245,23 @@ def texts_forget(*, texts, course_ids, dry_run: bool) -> int:
         _request=Cast("request_messages", models.TextField())
     )
     for call in calls.filter(found).iterator(chunk_size=200):
+        request, response = _forget_in(call.request_messages, texts), _forget_in(call.response_text, texts)
+        if (request, response) == (call.request_messages, call.response_text):
+            continue  # matched by a case-insensitive LIKE only
         changed += 1
         if not dry_run:
-            ModelCall.objects.filter(pk=call.pk).update(
-                request_messages=_forget_in(call.request_messages, texts),
-                response_text=_forget_in(call.response_text, texts),
-            )
+            ModelCall.objects.filter(pk=call.pk).update(request_messages=request, response_text=response)
     said = Q()
     for text in texts:
         said |= Q(content__contains=text)
     replies = TutorMessage.objects.filter(session__task__course_id__in=list(course_ids), role="assistant")
     for message in replies.filter(said).iterator(chunk_size=200):
+        content = _forget_in(message.content, texts)
+        if content == message.content:
+            continue
         changed += 1
         if not dry_run:
-            TutorMessage.objects.filter(pk=message.pk).update(content=_forget_in(message.content, texts))
+            TutorMessage.objects.filter(pk=message.pk).update(content=content)
     return changed
 
 
