@@ -18,8 +18,11 @@ class Course(models.Model):
     slug = models.SlugField(max_length=64, unique=True)
     title = models.CharField(max_length=200)
     # SPEC §13: the AI notice must be acknowledged before the first tutor message.
+    # db_default: rows written by code that predates the column (an older
+    # migration state, a rolling deploy) get False from the database.
     ai_notice_required = models.BooleanField(
         default=False,
+        db_default=False,
         help_text="Students must acknowledge the AI notice before they can send the tutor a message.",
     )
     created_at = models.DateTimeField(auto_now_add=True)

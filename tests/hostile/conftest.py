@@ -25,6 +25,7 @@ from django.utils import timezone
 from feedback.models import ReviewAttempt, Submission
 from tests.factories import enroll, make_course, make_task
 from tutor.models import AuditEvent, Enrollment, ModelCall, TutorMessage, TutorSession
+from tutor.rights.notice import notice_version
 
 # Imported at collection, not in a test: building the WSGI application runs
 # django.setup(), whose logging configuration would drop the handlers pytest
@@ -178,6 +179,7 @@ class World:
             template.replace("{id}", self.submission_id)
             .replace("{session_id}", self.session_id)
             .replace("{attempt_id}", self.attempt_id)
+            .replace("{course_id}", str(self.task.course_id))
         )
 
 
@@ -341,6 +343,7 @@ def valid_bodies(world: World) -> dict[tuple[str, str], tuple[dict, str]]:
             {"rubric_id": "A3", "reason": "I explained the empty-array case"},
             "regrader",
         ),
+        ("POST", "/api/courses/{course_id}/ai-notice/"): ({"version": notice_version()}, "student"),
         ("POST", "/api/corrections/"): ({"content": "不对，杭州年均降雨量是 1400mm 左右"}, "student"),
         ("POST", "/api/correction-cases/{id}/claim/"): ({}, "staff"),
         ("POST", "/api/correction-cases/{id}/accept/"): ({"reason": "the source says so"}, "staff"),

@@ -16,7 +16,7 @@ class Migration(migrations.Migration):
         migrations.AddField(
             model_name='course',
             name='ai_notice_required',
-            field=models.BooleanField(default=False, help_text='Students must acknowledge the AI notice before they can send the tutor a message.'),
+            field=models.BooleanField(db_default=False, default=False, help_text='Students must acknowledge the AI notice before they can send the tutor a message.'),
         ),
         migrations.AddField(
             model_name='modelcall',
