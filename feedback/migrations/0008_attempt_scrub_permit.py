@@ -1,8 +1,8 @@
 """The one UPDATE a terminal review attempt still takes (SPEC §2, §13): an
 erasure's removal of a student's free text from its result.
 
-The immutability trigger of migration 0002 refused every UPDATE of a
-terminal attempt. It now lets one through when a row of
+The immutability trigger of migration 0002 (recreated by 0006 on SQLite)
+refused every UPDATE of a terminal attempt. It now lets one through when a row of
 ``feedback_attemptscrubpermit`` names the attempt (the erasure inserts and
 deletes it in its own transaction) *and* the update keeps the attempt's
 verdicts -- ``overall`` and every criterion's rubric id, status and basis, in
@@ -61,7 +61,7 @@ DROP FUNCTION IF EXISTS feedback_attempt_verdicts(jsonb);
 KEPT_COLUMNS = (
     "id", "submission_id", "attempt_seq", "kind", "rubric_id", "rubric_version", "rubric_hash",
     "prompt_version", "engine_version", "model", "status", "reused_from_id", "error_code",
-    "generation_attempts", "model_failed", "forced", "correlation_id", "claim", "claimed_at",
+    "generation_attempts", "model_failed", "awaiting_staff", "forced", "correlation_id", "claim", "claimed_at",
     "claim_count", "lost_count", "dispatched_at", "created_at", "finished_at",
 )
 
@@ -119,7 +119,7 @@ def uninstall(apps, schema_editor):
 
 
 class Migration(migrations.Migration):
-    dependencies = [("feedback", "0005_evidence_summary_and_delete_guard")]
+    dependencies = [("feedback", "0007_submission_number")]
 
     operations = [
         migrations.CreateModel(
