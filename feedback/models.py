@@ -331,7 +331,7 @@ class AttemptPurgePermit(models.Model):
 
 class AttemptScrubPermit(models.Model):
     """Lets the immutability trigger of terminal review attempts pass one
-    kind of UPDATE of one attempt (migration 0008): the erasure of a student
+    kind of UPDATE of one attempt (migration 0009): the erasure of a student
     (``feedback.rights``, SPEC §13) removing the free text of a result --
     reasons, quoted evidence, the next step, the error detail -- while its
     verdicts (overall, and each criterion's rubric id, status and basis) and

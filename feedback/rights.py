@@ -6,7 +6,7 @@ LTI scores and lessons -- with the student replaced by the pseudonym and
 every text they wrote or that quotes their work removed: the evidence, each
 criterion's reason and evidence, the next step, the error detail. A terminal
 attempt takes that one UPDATE only under a scrub permit of this transaction
-(migration 0008). Model calls of their reviews go with the tutor's part
+(migration 0009). Model calls of their reviews go with the tutor's part
 (``ModelCall.student``); older rows without it, by the attempts' correlation ids.
 """
 

@@ -119,7 +119,7 @@ def uninstall(apps, schema_editor):
 
 
 class Migration(migrations.Migration):
-    dependencies = [("feedback", "0007_submission_number")]
+    dependencies = [("feedback", "0008_submission_evidence_redactions")]
 
     operations = [
         migrations.CreateModel(
