@@ -56,7 +56,12 @@ class Submission(models.Model):
     # Redactions made in the evidence before it was stored, per field
     # ({"report": 1, "files/.env": 2}; feedback.evidence.redact_evidence): for staff.
     evidence_redactions = models.JSONField(default=dict, blank=True)
+    # The review cache's key: the hash of the evidence as stored (redacted), so
+    # evidence that differs only in a secret is the same review (SPEC §2).
     snapshot_hash = models.CharField(max_length=64)
+    # The hash of the evidence as it was sent, secrets included: knows the same
+    # upload again; never shown. Empty for rows stored before it existed.
+    sent_hash = models.CharField(max_length=64, blank=True, default="", editable=False)
     ci_source = models.CharField(max_length=16, choices=CiSource.choices)
     submitted_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
     created_at = models.DateTimeField(auto_now_add=True)

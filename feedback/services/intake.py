@@ -87,8 +87,8 @@ def submission_create(
 ) -> Submission:
     """Store a submission and its first attempt (SPEC §2). Raises
     EvidenceTooLarge before anything is written. The evidence is stored
-    redacted, with its redactions counted per field; ``snapshot_hash`` stays
-    the hash of what was sent, so the same evidence sent again is known."""
+    redacted, with its redactions counted per field; ``snapshot_hash`` (the
+    review cache's key) hashes what is stored and ``sent_hash`` what was sent."""
     evidence = normalize_evidence(evidence)
     check_evidence_limits(evidence)
     sent_hash = snapshot_hash(evidence)
@@ -109,7 +109,8 @@ def submission_create(
             number=submission_number(previous),
             evidence=evidence,
             evidence_redactions=redactions,
-            snapshot_hash=sent_hash,
+            snapshot_hash=snapshot_hash(evidence),
+            sent_hash=sent_hash,
             ci_source=ci_source,
             submitted_by=submitted_by,
         )

@@ -76,7 +76,10 @@ def test_the_submission_stores_its_evidence_redacted_and_counts_per_field(review
     )
     assert row.evidence["ci"]["log_tail"] == "export OPENAI_API_KEY=[REDACTED:api_key]\n1 failing"
     assert row.evidence_redactions == {"report": 1, "files/deploy.sh": 1, "files/id_rsa": 1, "ci.log_tail": 1}
-    assert body["snapshot_hash"] == snapshot_hash(normalize_evidence(EVIDENCE))
+    # The cache key hashes what is stored; the hash of what was sent is kept, never shown.
+    assert body["snapshot_hash"] == row.snapshot_hash == snapshot_hash(row.evidence)
+    assert row.sent_hash == snapshot_hash(normalize_evidence(EVIDENCE)) != row.snapshot_hash
+    assert "sent_hash" not in body
 
 
 @pytest.mark.django_db
@@ -109,3 +112,19 @@ def test_the_ci_log_quote_that_reaches_the_tutor_is_redacted(reviewed, fake_llm,
     assert "CI failed with exit code 1" in system
     assert API_KEY not in system
     assert API_KEY not in json.dumps(ModelCall.objects.get(purpose="tutor").request_messages)
+
+
+@pytest.mark.django_db
+def test_evidence_that_differs_only_in_a_secret_reuses_the_review(reviewed, fake_llm, student, task):
+    """The review and its cache key see the redacted text (issue 37 item 3): a
+    rotated key in the same evidence is the same review, with no model call."""
+    rotated = json.loads(json.dumps(EVIDENCE).replace(API_KEY, "sk-proj-" + "Z9y8X7w6V5u4T3s2R1q0P9o8"))
+    with TestCase.captureOnCommitCallbacks(execute=True):
+        again = submission_create(
+            student=student, task=task, evidence=rotated, submitted_by=student, ci_source="student"
+        )
+
+    attempt = again.attempts.get()
+    assert len(fake_llm.requests) == 1
+    assert attempt.reused_from_id == reviewed.attempts.get().pk
+    assert again.snapshot_hash == reviewed.snapshot_hash and again.sent_hash != reviewed.sent_hash
