@@ -41,8 +41,8 @@ from corrections.services.cases import case_accept, case_claim, case_dispute, ca
 from corrections.services.dispatch import detections_send_again
 from corrections.services.facts import fact_reject, fact_set_pinned, fact_verify
 from tutor import access
-from tutor.admin_rows import QueueRowsAdmin, RowAction
 from tutor.admin_scoping import CappedCountPaginator, CourseScopedAdmin, ReadOnlyAdmin, ScopedFilter
+from tutor.desk.rows import QueueRowsAdmin, RowAction
 from tutor.kernel.errors import DomainError
 from tutor.models import AuditEvent
 

@@ -27,7 +27,6 @@ from feedback.selectors import Decision, attempts_needing_decision
 from feedback.services.intake import review_request
 from feedback.services.verdicts import staff_verdict_create
 from feedback.versions import current_versions
-from tutor.admin_rows import QueueRowsAdmin, RowAction
 from tutor.admin_scoping import (
     CappedCountPaginator,
     CourseScopedAdmin,
@@ -35,6 +34,7 @@ from tutor.admin_scoping import (
     ReadOnlyAdmin,
     ScopedFilter,
 )
+from tutor.desk.rows import QueueRowsAdmin, RowAction
 from tutor.kernel.errors import DomainError
 
 DECISION_LABELS = {

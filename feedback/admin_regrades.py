@@ -14,7 +14,6 @@ from django.utils.translation import gettext_lazy as _
 from feedback.admin_display import criteria_of
 from feedback.models import CriterionAgreement, RegradeRequest, RegradeStatus
 from feedback.services.regrades import REGRADE_RESPONSE_MAX_CHARS, regrade_decline
-from tutor.admin_rows import QueueRowsAdmin, RowAction
 from tutor.admin_scoping import (
     CappedCountPaginator,
     CourseScopedAdmin,
@@ -22,6 +21,7 @@ from tutor.admin_scoping import (
     ReadOnlyAdmin,
     ScopedFilter,
 )
+from tutor.desk.rows import QueueRowsAdmin, RowAction
 from tutor.kernel.errors import DomainError
 
 

@@ -36,8 +36,8 @@ from lessons.services.lifecycle import (
 )
 from lessons.services.usage import skill_candidate_decide
 from lessons.validation import clean_symptoms, clean_tags
-from tutor.admin_rows import QueueRowsAdmin, RowAction
 from tutor.admin_scoping import CappedCountPaginator, CourseScopedAdmin, ReadOnlyAdmin, ScopedFilter
+from tutor.desk.rows import QueueRowsAdmin, RowAction
 from tutor.kernel.errors import DomainError
 from tutor.models import AuditEvent, Course
 

@@ -13,9 +13,9 @@ class TutorConfig(AppConfig):
         from tutor.db.statements import use_generic_plans
 
         register_tutor_providers()
-        # /metrics counts finished reviews (tutor.monitoring; a no-op unless METRICS_ENABLED).
+        # /metrics counts finished reviews (tutor.ops.monitoring; a no-op unless METRICS_ENABLED).
         from feedback.signals import attempt_finished
-        from tutor.monitoring import attempt_finished_counted
+        from tutor.ops.monitoring import attempt_finished_counted
 
         attempt_finished.connect(attempt_finished_counted, dispatch_uid="tutor.metrics.attempt_finished")
 

@@ -601,7 +601,7 @@ SIGNIN_COOLOFF = env_int("SIGNIN_COOLOFF", 900, minimum=1)
 # not on Django's /accounts/profile/; the client's sign-in names its own.
 LOGIN_REDIRECT_URL = "admin:index"
 
-# /metrics (tutor.monitoring): Prometheus text, for a bearer token or an
+# /metrics (tutor.ops.monitoring): Prometheus text, for a bearer token or an
 # address in the allow-list (IPs or networks). The processes' counters are
 # files in METRICS_DIR, one per process (prometheus-client's multiprocess
 # mode), shared by the web workers and the Celery worker on this machine.

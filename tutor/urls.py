@@ -6,8 +6,9 @@ from rest_framework.routers import DefaultRouter
 from corrections import api as corrections_api
 from feedback import api as feedback_api
 from lessons import urls as lessons_urls
-from tutor import monitoring, views
+from tutor import views
 from tutor.chat import views as session_views
+from tutor.ops import monitoring
 from tutor.rights import views as rights_views
 from tutor.web import (
     converters,  # noqa: F401  (registers the public_id path converter)
@@ -40,7 +41,7 @@ urlpatterns = [
     # The desk's language switch (a cookie the admin's locale middleware reads).
     path("i18n/setlang/", set_language, name="set_language"),
     path("healthz", views.healthz, name="healthz"),
-    # Prometheus' scrape (tutor.monitoring): 404 unless METRICS_ENABLED; not in the API's schema.
+    # Prometheus' scrape (tutor.ops.monitoring): 404 unless METRICS_ENABLED; not in the API's schema.
     path("metrics", monitoring.metrics_view, name="metrics"),
     path("api/schema/", schema_views.SchemaView.as_view(), name="schema"),
     path("api/docs/", schema_views.DocsView.as_view(url_name="schema"), name="docs"),

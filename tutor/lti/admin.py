@@ -12,9 +12,9 @@ from django.utils.html import format_html
 from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
-from tutor.admin_rows import QueueRowsAdmin, RowAction
 from tutor.admin_scoping import CappedCountPaginator, CourseScopedAdmin, ReadOnlyAdmin, ScopedFilter
 from tutor.audit import audit_record
+from tutor.desk.rows import QueueRowsAdmin, RowAction
 from tutor.kernel.errors import Conflict, DomainError
 from tutor.lti.models import (
     Context,

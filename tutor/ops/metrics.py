@@ -8,7 +8,7 @@ writes its own memory-mapped file in ``PROMETHEUS_MULTIPROC_DIR`` (set by
 ``tutor.settings`` from ``METRICS_DIR`` before any process imports
 prometheus-client), and ``/metrics`` sums the files. A process that ends
 leaves its file, so its counts stay in the sums. What the database holds
-(queues, outboxes) is read when ``/metrics`` is scraped (``tutor.monitoring``).
+(queues, outboxes) is read when ``/metrics`` is scraped (``tutor.ops.monitoring``).
 
 Off, every function here returns at its first line and the request
 middleware is not installed: nothing is imported or counted.
