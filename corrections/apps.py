@@ -30,3 +30,8 @@ class CorrectionsConfig(AppConfig):
         # Course staff open the review queue and its records; querysets stay
         # scoped to their courses. Memory items are the students' own: not listed.
         register_staff_view_models("corrections", ["correctioncase", "fact", "correction", "processrule"])
+        # The detection outbox's depth on /metrics (read at each scrape).
+        from corrections.models import PendingDetection
+        from tutor.ops.monitoring import register_outbox
+
+        register_outbox("correction_detections", PendingDetection.objects.count)

@@ -22,3 +22,8 @@ class FeedbackConfig(AppConfig):
 
         register_rights(FeedbackRights())
         register_staff_view_models("feedback", ["regraderequest", "criterionagreement"])
+        # The review queue's gauges on /metrics (read at each scrape).
+        from feedback.monitoring import ReviewQueueGauges
+        from tutor.ops.monitoring import register_collector
+
+        register_collector(ReviewQueueGauges())

@@ -32,3 +32,11 @@ class LtiConfig(AppConfig):
         from tutor.rights.registry import register as register_rights
 
         register_rights(LtiRights())  # its part of erasure and export (SPEC §13)
+        # The score outbox's depth on /metrics (read at each scrape).
+        from tutor.lti.models import ScorePost, ScoreStatus
+        from tutor.ops.monitoring import register_outbox
+
+        def score_outbox_depth() -> int:
+            return ScorePost.objects.filter(status__in=[ScoreStatus.QUEUED, ScoreStatus.POSTING]).count()
+
+        register_outbox("lti_scores", score_outbox_depth)

@@ -3,22 +3,40 @@
 ``METRICS_ALLOWED_ADDRESSES``.
 
 The processes' counters come from ``tutor.ops.metrics``; what waits in the
-database is read at each scrape, a handful of indexed queries: review
-attempts queued and running and the age of the oldest queued one, the
-correction-detection and LTI score outboxes, and each staff queue of the
-desk (``tutor.desk.queues.desk_counts``: the same counts staff see).
+database is read at each scrape, a handful of indexed queries the apps
+register (``register_collector``, ``register_outbox``: review attempts, the
+detection and score outboxes), and each staff queue of the desk
+(``tutor.desk.queues.desk_counts``: the same counts staff see).
 """
 
 from __future__ import annotations
 
-from django.db.models import Count, Min
+from collections.abc import Callable
+
 from django.http import HttpResponse
 from django.utils import timezone
 from django.views.decorators.http import require_safe
 
+from tutor.desk.queues import desk_counts
 from tutor.ops import metrics
 from tutor.web.handlers import not_found
 from tutor.web.signin import client_address
+
+# What the apps register from their ``ready()`` (as they register desk queues):
+# collectors of their own gauges, and one depth reader per outbox.
+_collectors: list = []
+_outboxes: dict[str, Callable[[], int]] = {}
+
+
+def register_collector(collector) -> None:
+    """An app's collector: an object whose ``collect()`` yields metric families."""
+    if collector not in _collectors:
+        _collectors.append(collector)
+
+
+def register_outbox(name: str, depth: Callable[[], int]) -> None:
+    """An outbox's depth, read at each scrape as ``tutor_outbox_depth{outbox=name}``."""
+    _outboxes[name] = depth
 
 
 class WorkCollector:
@@ -27,40 +45,15 @@ class WorkCollector:
     def collect(self):
         from prometheus_client.core import GaugeMetricFamily
 
-        from corrections.models import PendingDetection
-        from feedback.models import AttemptStatus, ReviewAttempt
-        from tutor.desk.queues import desk_counts
-        from tutor.lti.models import ScorePost, ScoreStatus
-
-        now = timezone.now()
-        attempts = GaugeMetricFamily(
-            "tutor_review_attempts", "Review attempts waiting or running, by status", labels=["status"]
-        )
-        oldest = GaugeMetricFamily(
-            "tutor_review_oldest_queued_seconds", "Age of the oldest queued review attempt (0: none)"
-        )
-        rows = {
-            row["status"]: row
-            for row in ReviewAttempt.objects.filter(status__in=[AttemptStatus.QUEUED, AttemptStatus.RUNNING])
-            .values("status")
-            .annotate(n=Count("pk"), oldest=Min("created_at"))
-            .order_by()
-        }
-        for status in (AttemptStatus.QUEUED, AttemptStatus.RUNNING):
-            attempts.add_metric([status.value], rows.get(status, {}).get("n", 0))
-        queued_since = rows.get(AttemptStatus.QUEUED, {}).get("oldest")
-        oldest.add_metric([], (now - queued_since).total_seconds() if queued_since else 0)
-        yield attempts
-        yield oldest
+        for collector in _collectors:
+            yield from collector.collect()
 
         outbox = GaugeMetricFamily("tutor_outbox_depth", "Rows waiting in an outbox", labels=["outbox"])
-        outbox.add_metric(["correction_detections"], PendingDetection.objects.count())
-        outbox.add_metric(
-            ["lti_scores"],
-            ScorePost.objects.filter(status__in=[ScoreStatus.QUEUED, ScoreStatus.POSTING]).count(),
-        )
+        for name, depth in sorted(_outboxes.items()):
+            outbox.add_metric([name], depth())
         yield outbox
 
+        now = timezone.now()
         waiting = GaugeMetricFamily(
             "tutor_staff_queue_waiting",
             "Waiting staff work per desk queue (a capped count)",
