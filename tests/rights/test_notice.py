@@ -140,3 +140,26 @@ def test_the_check_adds_no_query_to_the_turn(
 def test_staff_of_a_course_read_its_notice_too(course):
     staff = enroll(course, "teacher", "staff")
     assert client_for(staff).get(notice_url(course)).status_code == 200
+
+
+def test_a_model_set_back_takes_the_acknowledgement_of_its_version(settings, task, student, student_client):
+    """Model A acknowledged, then model B, then back to A: the student read A's
+    notice and says so again -- the turn goes through (it asked for the latest
+    acknowledgement to equal the current version, so A's earlier row, which
+    the acknowledgement does not renew, left the student refused for good)."""
+    require(task.course)
+    session = open_session(student_client, task)
+    first, model_a = notice_version(), settings.TUTOR_LLM_MODEL
+    student_client.post(notice_url(task.course), {"version": first}, format="json")
+    settings.TUTOR_LLM_MODEL = "another-model"
+    student_client.post(notice_url(task.course), {"version": notice_version()}, format="json")
+    send(student_client, session, "hello under model B")
+    settings.TUTOR_LLM_MODEL = model_a
+
+    assert notice_version() == first
+    ack = student_client.post(notice_url(task.course), {"version": first}, format="json")
+    assert ack.status_code == 201, ack.content
+
+    send(student_client, session, "hello again under model A")
+    [enrollment] = student_client.get("/api/me/").json()["enrollments"]
+    assert enrollment["ai_notice_acknowledged"] == first

@@ -113,8 +113,17 @@ def notice_acknowledge(*, user, course, version: str) -> NoticeAcknowledgement:
             return NoticeAcknowledgement.objects.create(
                 user=user, course=course, version=version, acknowledged_at=timezone.now()
             )
-    except IntegrityError:  # acknowledged before: the first time counts
-        return NoticeAcknowledgement.objects.get(user=user, course=course, version=version)
+    except IntegrityError:  # acknowledged before: the first time counts...
+        ack = NoticeAcknowledgement.objects.get(user=user, course=course, version=version)
+    # ...unless another version was acknowledged since (a model set back): the
+    # turn's check and /api/me/ read the newest acknowledgement, so this one is.
+    if (
+        NoticeAcknowledgement.objects.filter(user=user, course=course).values_list("pk", flat=True)[0]
+        != ack.pk
+    ):
+        ack.acknowledged_at = timezone.now()
+        ack.save(update_fields=["acknowledged_at"])
+    return ack
 
 
 def notice_check(*, course, acknowledged_version: str | None) -> None:
