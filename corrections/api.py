@@ -35,6 +35,8 @@ from corrections.services.memory import memory_forget
 from tutor import access
 from tutor.kernel.errors import PermissionRefused
 from tutor.models import Course, Enrollment, TutorSession
+from tutor.rights.notice import notice_check_for
+from tutor.web.openapi import conflict
 from tutor.web.pagination import SeqCursorPagination
 
 
@@ -99,6 +101,7 @@ class CorrectionViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewse
         responses={
             201: DetectionResultSerializer,
             200: DetectionResultSerializer,
+            409: conflict("The course requires the AI notice first (code ai_notice_required)."),
             429: OpenApiResponse(description="Too many corrections (CORRECTIONS_RATE_LIMIT)."),
         },
     )
@@ -110,6 +113,7 @@ class CorrectionViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewse
         body.is_valid(raise_exception=True)
         data = body.validated_data
         session, course = self._session_and_course(request.user, data.get("session"), data.get("course"))
+        notice_check_for(user=request.user, course=course)  # SPEC §13: a 409 before the model sees it
         correction, created = correction_submit(
             user=request.user,
             course=course,

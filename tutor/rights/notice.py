@@ -24,7 +24,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from tutor.kernel.errors import Conflict, InvalidInput
-from tutor.models import NoticeAcknowledgement, RetentionKind, RetentionOverride
+from tutor.models import Enrollment, NoticeAcknowledgement, RetentionKind, RetentionOverride
 
 SENT_TO_THE_MODEL = (
     "your messages to the tutor, with the earlier messages of the conversation",
@@ -130,3 +130,15 @@ def notice_check(*, course, acknowledged_version: str | None) -> None:
     """A required notice must be acknowledged in its current version."""
     if course.ai_notice_required and acknowledged_version != notice_version():
         raise NoticeRequired(NoticeRequired.default_message.replace("{course}", str(course.pk)))
+
+
+def notice_check_for(*, user, course) -> None:
+    """``notice_check`` for a path outside the tutor turn that sends a
+    student's words to the model (an explicit correction): its own reads,
+    only for a course that requires the notice; course staff are not asked."""
+    if not course.ai_notice_required:
+        return
+    if not Enrollment.objects.filter(user=user, course=course, role=Enrollment.Role.STUDENT).exists():
+        return
+    latest = NoticeAcknowledgement.objects.filter(user=user, course=course).values_list("version", flat=True)
+    notice_check(course=course, acknowledged_version=latest.first())
