@@ -282,3 +282,15 @@ def test_the_lock_out_is_shared_by_two_gunicorn_workers(tmp_path, cache):
     assert statuses == [200, 200, 200, 200, 429]
     assert refused == [429, 429]
     assert AuditEvent.objects.filter(event="signin_locked_out", extra__username=username).count() == 1
+
+
+def test_a_lock_out_by_another_spelling_is_audited_against_the_account(staff_user):
+    """The username is counted case-folded: five tries as "TRENT" lock trent out,
+    and the audit event names trent's account as its target."""
+    client = Client()
+    for i in range(5):
+        sign_in(client, "client", " TRENT ", f"wrong-{i}")
+
+    assert sign_in(client, "client", "trent", "pw-trent", address="10.9.9.9").status_code == 429
+    [event] = AuditEvent.objects.filter(event="signin_locked_out")
+    assert event.target_id == str(staff_user.pk)

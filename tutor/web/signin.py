@@ -117,7 +117,9 @@ class SigninGuard:
         from tutor.audit import audit_record
         from tutor.models import AuditEvent
 
-        user = get_user_model().objects.filter(username=self.username).first()
+        # Counted case-folded: the account of that spelling, else of any case.
+        users = get_user_model().objects.filter(username__iexact=self.username)
+        user = users.filter(username=self.username).first() or users.order_by("pk").first()
         log.warning("sign-in locked out by %s for %ss", scope, settings.SIGNIN_COOLOFF)
         with transaction.atomic():
             audit_record(
