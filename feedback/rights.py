@@ -40,7 +40,8 @@ class FeedbackRights(RightsPart):
     rules = {
         "feedback.Submission": "pseudonymised: the student becomes the pseudonym, the evidence is emptied",
         "feedback.ReviewAttempt": "pseudonymised: verdicts kept, reasons, quoted evidence, next step and "
-        "error detail removed (the one UPDATE the immutability trigger allows, under a scrub permit)",
+        "error detail removed (the one UPDATE the immutability trigger allows, under a scrub permit); "
+        "a staff member's verdicts name the pseudonym as their author",
         "feedback.RegradeRequest": "deleted (the student's reason); staff decisions lose the decider's name",
         "feedback.CriterionAgreement": "kept: agreement statistics of the pseudonymised attempts",
         "feedback.Counter": "holds no person",
@@ -89,6 +90,10 @@ class FeedbackRights(RightsPart):
                 requested_by=pseudonym if requested_by == user.pk else requested_by,
             )
         ReviewAttempt.objects.filter(pk__in=others).update(requested_by=pseudonym)
+        # A staff verdict names its author in ``model`` (migration 0011 permits this rename).
+        ReviewAttempt.objects.filter(pk__in=others, model=f"staff:{user.get_username()}").update(
+            model=f"staff:{pseudonym.get_username()}"
+        )
         AttemptScrubPermit.objects.all().delete()
         ledger.pseudonymise(ReviewAttempt, len(scrub) + len(others))
         changed = Submission.objects.filter(pk__in=submission_ids).update(
