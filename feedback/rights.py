@@ -141,19 +141,24 @@ RETENTION_REASON = "retention: RETENTION_SUBMISSIONS_DAYS"
 
 
 def submissions_expire(*, scope, before, limit, dry_run) -> int:
-    """Whole histories whose newest submission is past retention go, a batch
-    of at most ``limit`` histories of one course per call (SPEC §2: the
-    audited ``attempts_purge``, as ``purge_submissions`` does)."""
+    """Whole histories whose newest submission is past retention go, in
+    batches of at most ``limit`` histories of one course, each an audited
+    ``attempts_purge`` (SPEC §2, as ``purge_submissions`` does), course after
+    course until ``limit`` submissions went: a call that returns fewer has
+    left nothing past its time in any course."""
     courses = scope.of(Course.objects.order_by("slug"), "pk")
+    cap = min(limit or HISTORIES_MAX_BATCH, HISTORIES_MAX_BATCH)
     total = 0
     for course in courses:
         histories = histories_past_retention(course=course, before=before)
         if dry_run:
             total += sum(h.submissions for h in histories)
             continue
-        if histories:
-            batch = histories[: min(limit or HISTORIES_MAX_BATCH, HISTORIES_MAX_BATCH)]
-            return histories_purge(
+        while histories and total < (limit or HISTORIES_MAX_BATCH):
+            batch, histories = histories[:cap], histories[cap:]
+            total += histories_purge(
                 course=course, histories=batch, before=before, reason=RETENTION_REASON
             ).submissions
+        if total >= (limit or HISTORIES_MAX_BATCH):
+            return total
     return total

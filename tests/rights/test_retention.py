@@ -127,3 +127,18 @@ def test_zero_keeps_a_kind(settings, course, django_capture_on_commit_callbacks)
     with time_machine.travel(NOW, tick=False):
         counts = retention_apply()
     assert "messages" not in counts and held(old)["messages"] == 2
+
+
+def test_one_run_expires_the_submissions_of_every_course(course, django_capture_on_commit_callbacks):
+    """Submissions expire course by course: a run that stopped after the
+    first course with expired histories left every other course's past their time."""
+    other = make_course("second-course")
+    first = a_life(course, "old-olga", django_capture_on_commit_callbacks, OLD)
+    second = a_life(other, "old-oscar", django_capture_on_commit_callbacks, OLD)
+
+    with time_machine.travel(NOW, tick=False):
+        planned = retention_apply(dry_run=True)
+        counts = retention_apply()
+
+    assert (held(first)["submissions"], held(second)["submissions"]) == (0, 0)
+    assert counts["submissions"] == planned["submissions"] == {"default": 2}
