@@ -3,7 +3,8 @@
 
 from __future__ import annotations
 
-from django.contrib import admin
+from django.contrib import admin, messages
+from django.core.exceptions import ValidationError
 from django.core.paginator import Paginator
 from django.utils.functional import cached_property
 
@@ -31,6 +32,18 @@ class CourseScopedAdmin(admin.ModelAdmin):
         if request.user.is_superuser:
             return qs
         return qs.filter(**{f"{self.course_path}__in": access.staff_course_ids(request.user)})
+
+    def response_action(self, request, queryset):
+        """An action posted with an id no row of this list can have (not a
+        number, a NUL, out of range: the database would raise) changes
+        nothing and says so, never a server error (SPEC §7)."""
+        for value in request.POST.getlist(admin.helpers.ACTION_CHECKBOX_NAME):
+            try:
+                self.model._meta.pk.clean(value, None)
+            except ValidationError:
+                self.message_user(request, f"{value!r} is not an item of this list.", messages.ERROR)
+                return None
+        return super().response_action(request, queryset)
 
     def has_decide_permission(self, request) -> bool:
         """Queue actions (verdicts, re-reviews, case and lesson decisions) are

@@ -81,3 +81,31 @@ def test_a_superuser_erases_a_person_entirely(course, student):
 
     assert b"erased entirely as erased-" in done.content
     assert not get_user_model().objects.filter(username="alice").exists()
+
+
+@pytest.mark.parametrize("selected", ["x", "1\x00", "99999999999999999999999"])
+@pytest.mark.parametrize(
+    ("changelist", "action"),
+    [
+        (CHANGELIST, "erase_person"),
+        (CHANGELIST, "delete_selected"),
+        (reverse("admin:feedback_reviewattempt_changelist"), "force_rereview"),
+    ],
+    ids=["erase", "delete", "a queue's action"],
+)
+def test_an_action_on_ids_no_row_can_have_changes_nothing_and_is_no_server_error(
+    course, student, changelist, action, selected
+):
+    client = Client(raise_request_exception=False)
+    client.force_login(make_user("root", is_staff=True, is_superuser=True))
+
+    for apply in (False, True):
+        data = {"action": action, ACTION_CHECKBOX_NAME: [selected], "index": "0"}
+        if apply:
+            data["apply"] = "yes"
+        response = client.post(changelist, data, follow=True)
+        assert response.status_code == 200
+        assert "not an item of this list" in response.content.decode()
+
+    assert get_user_model().objects.filter(username="alice").exists()
+    assert not AuditEvent.objects.filter(event="student_erased").exists()
