@@ -22,7 +22,8 @@ from lessons.services.capture import BODY_EVIDENCE_CHARS, draft_symptoms
 from lessons.services.store import lesson_keys
 from lessons.text import estimate_tokens, render_lesson, shingles
 from tutor.kernel.redaction import redact
-from tutor.models import RetentionKind
+from tutor.models import Course, ModelCall, RetentionKind
+from tutor.rights.own import texts_forget
 from tutor.rights.registry import Ledger, RightsPart, Subject, delete_batch
 
 APPROVED = (LessonStatus.APPROVED, LessonStatus.INJECTED, LessonStatus.QUARANTINED, LessonStatus.RETIRED)
@@ -93,7 +94,10 @@ class LessonsRights(RightsPart):
             return
         quotes = _quotes(attempts)
         for lesson in approved:
-            _unquote(lesson, quotes)
+            removed = _unquote(lesson, quotes)
+            # The lesson as it read reached the tutor requests it was recalled into.
+            reached = [lesson.course_id] if lesson.course_id else Course.objects.values_list("pk", flat=True)
+            ledger.pseudonymise(ModelCall, texts_forget(texts=removed, course_ids=reached, dry_run=False))
         ledger.pseudonymise(Lesson, approved.update(source_submission=None, source_attempt=None))
         ledger.pseudonymise(Lesson, created.update(created_by=None))
         ledger.pseudonymise(SkillCandidate, candidates.update(decided_by=None, note=""))
@@ -129,19 +133,23 @@ def _quotes(attempts) -> list[str]:
     return sorted(found, key=len, reverse=True)
 
 
-def _unquote(lesson: Lesson, quotes: list[str]) -> None:
+def _unquote(lesson: Lesson, quotes: list[str]) -> list[str]:
     """Remove the person's quoted work from a lesson the course keeps, and
-    write its derived columns (tokens, shingles, recall keys) again."""
+    write its derived columns (tokens, shingles, recall keys) again. Returns
+    the quotes its body held."""
     body, symptoms = lesson.body, list(lesson.symptoms)
+    removed = []
     for quote in quotes:
         for form in {quote[:BODY_EVIDENCE_CHARS], redact(quote[:BODY_EVIDENCE_CHARS]).text}:
+            if form and form in body:
+                removed.append(form)
             body = body.replace(form, REMOVED_QUOTE)
         quoted = {s.casefold() for s in draft_symptoms("", quote)} | {
             s.casefold() for s in draft_symptoms("", redact(quote).text)
         }
         symptoms = [s for s in symptoms if s.casefold() not in quoted]
     if (body, symptoms) == (lesson.body, lesson.symptoms):
-        return
+        return removed
     lesson.body, lesson.symptoms = body, symptoms
     lesson.shingles = shingles(f"{lesson.title}\n{body}")
     lesson.shingle_count = len(lesson.shingles)
@@ -155,3 +163,4 @@ def _unquote(lesson: Lesson, quotes: list[str]) -> None:
     )
     LessonKey.objects.filter(lesson=lesson).delete()
     LessonKey.objects.bulk_create(lesson_keys(lesson))
+    return removed
