@@ -160,3 +160,27 @@ def test_the_command_erases_and_reports_the_residue_check(course, student):
     assert "erased alice (every course and the account)" in out.getvalue()
     assert "residue check: 0 hits" in out.getvalue()
     assert not type(student).objects.filter(username="alice").exists()
+
+
+def test_a_text_of_several_lines_is_forgotten_in_the_courses_model_calls(course, other_student):
+    """What JSON escapes in the stored request (a line break, a quote) is
+    found there too: the lookup compared the raw text with the stored JSON."""
+    from tutor.models import ModelCall
+    from tutor.rights.own import texts_forget
+
+    quoted = 'line one of "their" work\nline two of their work'
+    call = ModelCall.objects.create(
+        purpose="tutor",
+        course=course,
+        student=other_student,
+        correlation_id="c1",
+        model="m",
+        request_messages=[{"role": "system", "content": f"Lesson:\n{quoted}\nend"}],
+        status="ok",
+        latency_ms=1,
+    )
+
+    assert texts_forget(texts=[quoted], course_ids=[course.pk], dry_run=False) == 1
+
+    call.refresh_from_db()
+    assert call.request_messages[0]["content"] == "Lesson:\n(erased)\nend"

@@ -6,6 +6,8 @@ trail forgets what it showed of rows the other parts removed.
 
 from __future__ import annotations
 
+import json
+
 from django.contrib.contenttypes.models import ContentType
 from django.db import models
 from django.db.models import ExpressionWrapper, Q
@@ -240,6 +242,8 @@ def texts_forget(*, texts, course_ids, dry_run: bool) -> int:
     changed = 0
     found = Q()
     for text in texts:
+        # In the stored JSON a line break or a quote stands escaped.
+        found |= Q(_request__contains=json.dumps(text, ensure_ascii=False)[1:-1])
         found |= Q(_request__contains=text) | Q(response_text__contains=text)
     calls = ModelCall.objects.filter(course_id__in=list(course_ids)).annotate(
         _request=Cast("request_messages", models.TextField())
