@@ -184,3 +184,23 @@ def test_a_text_of_several_lines_is_forgotten_in_the_courses_model_calls(course,
 
     call.refresh_from_db()
     assert call.request_messages[0]["content"] == "Lesson:\n(erased)\nend"
+
+
+def test_a_name_beyond_ascii_in_an_audit_events_data_is_replaced(course):
+    """Django's JSON column escapes "é" as "\\u00e9" on SQLite: a lookup
+    for the raw name missed it there and the event kept the person."""
+    from tutor.audit import audit_record
+    from tutor.models import AuditEvent
+
+    person = enroll(course, "josé")
+    person.first_name, person.last_name = "José", "Müller"
+    person.save()
+    with transaction.atomic():
+        audit_record(
+            actor=None, event=AuditEvent.Event.ENROLLMENT_CHANGED, extra={"note": "José Müller asked"}
+        )
+
+    report = student_erase(user=person)
+
+    assert [hit.line() for hit in report.residue] == []
+    assert all("Müller" not in str(extra) for extra in AuditEvent.objects.values_list("extra", flat=True))

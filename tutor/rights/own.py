@@ -188,6 +188,8 @@ def audit_forget(subject: Subject, ledger: Ledger, *, dry_run: bool) -> None:
     for identifier in subject.identifiers:
         mentions |= Q(actor_label__iexact=identifier) | Q(target_repr__icontains=identifier)
         mentions |= Q(reason__icontains=identifier) | Q(_extra__icontains=identifier)
+        # Django's JSON column on SQLite stores "é" as "\u00e9".
+        mentions |= Q(_extra__icontains=json.dumps(identifier)[1:-1])
     for type_id, pk in forgotten:
         mentions |= Q(target_type_id=type_id, target_id=pk)
     rows = (
