@@ -204,3 +204,18 @@ def test_a_name_beyond_ascii_in_an_audit_events_data_is_replaced(course):
 
     assert [hit.line() for hit in report.residue] == []
     assert all("Müller" not in str(extra) for extra in AuditEvent.objects.values_list("extra", flat=True))
+
+
+def test_erasing_a_staff_members_only_staff_course_ends_their_admin_access(course, staff):
+    """As removing the enrolment does: no staff enrolment left, no ``is_staff``
+    and no course-staff group (the admin's view permissions)."""
+    from django.test import Client
+
+    assert staff.is_staff
+    call_command("erase_student", "teacher", "--course", "se-101", stdout=io.StringIO())
+
+    staff.refresh_from_db()
+    assert (staff.is_staff, staff.groups.exists()) == (False, False)
+    client = Client()
+    client.force_login(staff)
+    assert client.get("/admin/").status_code == 302  # to the admin's sign-in

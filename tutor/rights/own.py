@@ -26,6 +26,7 @@ from tutor.models import (
 )
 from tutor.rights.registry import Ledger, RightsPart, Subject, delete_batch
 from tutor.rights.subjects import json_number_forms, scrub_json, scrub_text
+from tutor.services import _sync_staff_flag as sync_staff_flag
 
 ERASED_REPR = "(erased)"
 
@@ -131,6 +132,9 @@ class TutorRights(RightsPart):
         )
         if subject.whole:
             ledger.delete(ScopeVersion.objects.filter(key__endswith=f":user:{user.pk}"), dry_run=dry_run)
+        elif not dry_run:
+            # As when an enrolment ends: admin access follows staff enrolments.
+            sync_staff_flag(user)
         audit_forget(subject, ledger, dry_run=dry_run)
 
     def export(self, subject: Subject):
