@@ -46,7 +46,7 @@ class EnrollError(DomainError):
     pass
 
 
-def _sync_staff_flag(user) -> None:
+def sync_staff_flag(user) -> None:
     """Admin access follows staff enrolments: a staff member who is no longer
     staff of any course loses ``is_staff`` and the course-staff group
     (superusers keep theirs). Called when a staff enrolment starts or ends."""
@@ -96,7 +96,7 @@ def enrollment_set(*, course: Course, username: str, role: str, create: bool, ac
                 extra={"username": user.get_username()},
             )
         if Enrollment.Role.STAFF in (before, role):
-            _sync_staff_flag(user)
+            sync_staff_flag(user)
         token, _ = Token.objects.get_or_create(user=user)
     return user, token
 
@@ -120,5 +120,5 @@ def enrollment_remove(*, course: Course, user, actor=None, reason: str = "") -> 
         )
         enrollment.delete()
         if enrollment.role == Enrollment.Role.STAFF:
-            _sync_staff_flag(user)
+            sync_staff_flag(user)
     return True

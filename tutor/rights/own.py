@@ -26,7 +26,7 @@ from tutor.models import (
 )
 from tutor.rights.registry import Ledger, RightsPart, Subject, delete_batch
 from tutor.rights.subjects import json_number_forms, scrub_json, scrub_text
-from tutor.services import _sync_staff_flag as sync_staff_flag
+from tutor.services import sync_staff_flag
 
 ERASED_REPR = "(erased)"
 
