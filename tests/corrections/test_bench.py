@@ -19,6 +19,8 @@ TINY = ["--submissions", "50", "--students", "3", "--messages", "4", "--requests
 TINY += ["--ingest", "0", "--reviews", "0"]
 # The lessons seeder's default is 10k lessons; these tests are about facts and memories.
 TINY += ["--lessons", "0"]
+# The live course's phases (tests/tutor/test_bench_command.py) at their smallest.
+TINY += ["--first", "1", "--new-sessions", "1", "--changes", "1", "--mixed", "1"]
 
 
 def run_bench(*args: str) -> str:

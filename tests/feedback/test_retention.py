@@ -124,7 +124,9 @@ def test_the_benchmark_cleanup_goes_through_the_audited_purge(db):
     # No facts, memories or lessons: their seeders' own defaults (10k each) are not what this is about.
     call_command("bench_context", "--submissions", "60", "--students", "3", "--messages", "4",
                  "--requests", "2", "--warmup", "0", "--ingest", "0", "--reviews", "0",
-                 "--facts", "0", "--memories", "0", "--lessons", "0", stdout=out)  # fmt: skip
+                 "--facts", "0", "--memories", "0", "--lessons", "0",
+                 "--first", "1", "--new-sessions", "1", "--changes", "1", "--mixed", "1",
+                 stdout=out)  # fmt: skip
 
     assert not Submission.objects.filter(task__course__slug="bench").exists()
     events = AuditEvent.objects.filter(event=AuditEvent.Event.ATTEMPTS_PURGED)

@@ -17,10 +17,10 @@ from django.core.management.base import CommandError
 from django.db import connection, transaction
 from rest_framework.authtoken.models import Token
 
-from corrections.models import Fact, FactToken, MemoryItem, MemoryToken
+from corrections.models import Correction, Fact, FactToken, MemoryItem, MemoryToken
 from feedback.models import AttemptStatus, Counter, ReviewAttempt, Submission
 from feedback.services.sequences import next_seq
-from lessons.models import Lesson
+from lessons.models import Lesson, RecallTrace
 from tests.factories import client_for, make_attempt, make_course, make_submission
 from tutor.models import Course, Enrollment, Rubric, Task, TutorMessage, TutorSession
 
@@ -31,6 +31,8 @@ TINY += ["--facts", "40", "--memories", "20", "--lessons", "50"]
 # The ingest comparison seeds a second database, the worker figure reviews
 # submissions of its own; one test below runs each.
 TINY += ["--ingest", "0", "--reviews", "0"]
+# The live course's phases at their smallest: one change of each kind, one in the mixed run.
+TINY += ["--first", "2", "--new-sessions", "2", "--changes", "1", "--mixed", "60"]
 RATIO_LINE = re.compile(
     r"^(?P<prefix>(http )?)context/trivial median ratio: \d+\.\d\dx \(context [\d.]+ ms, trivial [\d.]+ ms, "
     r"(?P<context>\d+) vs (?P<trivial>\d+) queries; median of 3 rounds\)$",
@@ -51,7 +53,7 @@ TABLE_ROW = re.compile(
     re.MULTILINE,
 )
 MODELS = (Course, Task, Rubric, Enrollment, Token, Submission, ReviewAttempt, TutorSession, TutorMessage)
-MODELS += (Fact, FactToken, MemoryItem, MemoryToken, Lesson)
+MODELS += (Fact, FactToken, MemoryItem, MemoryToken, Lesson, Correction, RecallTrace)
 
 
 def run_bench(*args: str) -> str:
@@ -95,6 +97,46 @@ def test_bench_prints_the_table_and_the_ratio_with_real_query_counts(db, django_
         assert client.get("/api/tutor/context/", {"task": task.pk, "message": "hi"}).status_code == 200
     with django_assert_num_queries(int(ratio["trivial"])):
         assert client.get("/api/courses/").status_code == 200
+
+
+LIFE_LINES = (
+    r"mixed context/trivial p99 ratio: \d+\.\d\dx \(context [\d.]+ ms, trivial [\d.]+ ms; median ratio "
+    r"\d+\.\d\dx; 60 context requests of 3 students, 1 changes: one per 50\)",
+    r"changed context max: \d+ ms \(fact accepted \d+ ms, lesson approved \d+ ms, "
+    r"first hit of the day \d+ ms, preference stored \d+ ms; median [\d.]+ ms, trivial [\d.]+ ms; "
+    r"1 changes of each kind, each followed "
+    r"by the next request of 3 students; \d+ of \d+ first-hit messages hit a lesson first today\)",
+    r"first-request context/trivial median ratio: \d+\.\d\dx \(context [\d.]+ ms, trivial [\d.]+ ms; "
+    r"p99 [\d.]+ ms; 1 students' first requests\)",
+    r"new-session message/trivial median ratio: \d+\.\d\dx \(message [\d.]+ ms, trivial [\d.]+ ms; "
+    r"p90 [\d.]+ ms, p99 [\d.]+ ms; 2 new sessions\)",
+    r"web process resident memory: [1-9]\d* MB \(peak \d+ MB; ",
+)
+
+
+def assert_life_lines(out: str, prefix: str) -> None:
+    for pattern in LIFE_LINES:
+        assert re.search(rf"^{prefix}{pattern}", out, re.MULTILINE), (prefix, pattern, out)
+
+
+def test_the_live_course_lines_print_and_the_changes_go_through_the_services(db):
+    """First requests, new sessions, each kind of change and the mixed run
+    print beside the steady-state lines; the changes were the staff's and
+    the students' own actions (audited, stored), and nothing of them is left."""
+    from tutor.models import AuditEvent
+
+    before = row_counts()
+
+    out = run_bench(*TINY)
+
+    assert_life_lines(out, "")
+    assert RATIO_LINE.search(out)
+    # Both accepted facts (one after-change, one in the mixed run) and the
+    # approved lesson, through the audited services.
+    events = AuditEvent.objects.filter(actor_label="bench-changes-staff")
+    assert events.filter(event=AuditEvent.Event.FACT_CHANGED, to_state="verified").count() == 2
+    assert events.filter(event=AuditEvent.Event.LESSON_INJECTED).count() == 1
+    assert row_counts() == before
 
 
 WORKER_LINE = re.compile(
@@ -313,6 +355,11 @@ def test_over_http_and_with_the_ingest_comparison_every_figure_line_is_printed()
             )
             for line in lines
         ), out
+    for prefix in ("", "http "):
+        assert_life_lines(out, prefix)
+    assert re.search(
+        r"^http web process resident memory: .*the largest of \d+ gunicorn workers", out, re.M
+    ), out
     figure = WORKER_LINE.search(out)
     assert figure and float(figure["kept"]) > 0 and float(figure["fresh"]) > 0, out
     recall = re.search(

@@ -29,6 +29,10 @@ from django.test import Client
 PROJECT_DIR = Path(__file__).resolve().parents[2]
 SERVER_START_SECONDS = 60
 HTTP_TIMEOUT_SECONDS = 120
+# Throttles are a courtesy, not a capacity (tutor.web.throttling): the benchmark
+# sends more than a student would -- in this process, and to the server it starts.
+UNTHROTTLED = {"submissions": "1000000/min", "messages": "1000000/min", "regrade_requests": "1000000/min"}
+THROTTLE_FREE_ENV = {"TUTOR_THROTTLE_SUBMISSIONS": "1000000/min", "TUTOR_THROTTLE_MESSAGES": "1000000/min"}
 
 
 class Failed(CommandError):
@@ -96,6 +100,44 @@ class HttpDriver:
         self.client.close()
 
 
+def unthrottled():
+    """Settings under which this process's requests are never throttled."""
+    from django.test.utils import override_settings
+
+    return override_settings(
+        REST_FRAMEWORK={**settings.REST_FRAMEWORK, "DEFAULT_THROTTLE_RATES": UNTHROTTLED}
+    )
+
+
+def resident_mb(pid: int | str = "self") -> tuple[float, float]:
+    """(resident, peak resident) memory of a process in MB, from /proc (0 where there is none)."""
+    try:
+        fields = dict(
+            line.split(":", 1) for line in Path(f"/proc/{pid}/status").read_text().splitlines() if ":" in line
+        )
+    except OSError:
+        return 0.0, 0.0
+
+    def mb(name: str) -> float:
+        return int(fields.get(name, "0 kB").split()[0]) / 1024
+
+    return mb("VmRSS"), mb("VmHWM")
+
+
+def child_pids(pid: int) -> list[int]:
+    """The processes whose parent is ``pid`` (gunicorn's workers)."""
+    children = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+                children.append(int(entry.name))
+    return children
+
+
 def free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
@@ -121,8 +163,15 @@ def current_database_url() -> str:
 @contextlib.contextmanager
 def gunicorn_server(env: dict[str, str] | None = None) -> Iterator[str]:
     """Gunicorn with ``tutor/ops/gunicorn_conf.py`` on a free loopback port, for
-    the duration of the block; yields its base URL. Its log goes to a
-    temporary file, shown when it fails to start."""
+    the duration of the block; yields its base URL."""
+    with gunicorn_serving(env) as (base, _):
+        yield base
+
+
+@contextlib.contextmanager
+def gunicorn_serving(env: dict[str, str] | None = None) -> Iterator[tuple[str, int]]:
+    """``gunicorn_server`` yielding (base URL, the master's pid). Its log goes
+    to a temporary file, shown when it fails to start."""
     port = free_port()
     environ = {
         **os.environ,
@@ -165,7 +214,7 @@ def gunicorn_server(env: dict[str, str] | None = None) -> Iterator[str]:
                 if time.monotonic() > deadline:
                     raise Failed(f"gunicorn did not answer within {SERVER_START_SECONDS}s") from None
                 time.sleep(0.2)
-        yield base
+        yield base, server.pid
     finally:
         server.terminate()
         try:

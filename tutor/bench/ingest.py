@@ -13,7 +13,12 @@ attempts instead of using ``submission_cache_idx``.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
+import re
+import statistics
+import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -23,12 +28,22 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from django.contrib.auth import get_user_model
+from django.core.management.base import CommandError
 from django.db import connection, connections, transaction
 from rest_framework.authtoken.models import Token
 
 from feedback.models import Submission
 from feedback.services.retention import attempts_purge
-from tutor.bench.drivers import Failed, current_database_url
+from tutor.bench.drivers import (
+    PROJECT_DIR,
+    THROTTLE_FREE_ENV,
+    Failed,
+    HttpDriver,
+    InProcessDriver,
+    current_database_url,
+    gunicorn_server,
+    unthrottled,
+)
 from tutor.coursefile import course_import, validate_course
 from tutor.models import Course, Enrollment, Task
 from tutor.services import enrollment_set
@@ -179,3 +194,73 @@ def child_environment(database_url: str) -> dict[str, str]:
     from django.conf import settings
 
     return {**os.environ, "DATABASE_URL": database_url, "ALLOWED_HOSTS": ",".join(settings.ALLOWED_HOSTS)}
+
+
+# --- the ingest comparison of bench_context: this database against a fresh 1k one ------------
+
+SMALL_INGEST_SUBMISSIONS = 1000  # the "1k" of the ingest ratio
+INGEST_RUNS = 3  # ingest runs per database and mode, the median taken
+INGEST_RESULT = re.compile(r"^INGEST_RESULT (?P<json>\{.*\})$", re.MULTILINE)
+
+
+def ingest_rate(per_client: int, http: bool) -> float:
+    """Submissions per second of the ingest phase on this database: the
+    median of ``INGEST_RUNS`` runs (one run is a few seconds, and the
+    machine's neighbours move it by a fifth either way)."""
+    task, tokens = ingest_setup()
+    try:
+        with unthrottled():
+            if http:
+                with gunicorn_server(THROTTLE_FREE_ENV) as base:
+                    runs = [
+                        ingest_measure(task, tokens, per_client, lambda key: HttpDriver(key, base))
+                        for _ in range(INGEST_RUNS)
+                    ]
+            else:
+                runs = [ingest_measure(task, tokens, per_client, InProcessDriver) for _ in range(INGEST_RUNS)]
+    finally:
+        ingest_cleanup()
+    return statistics.median(run.per_second for run in runs)
+
+
+def ingest_comparison(*, per_client: int, http: bool, write: Callable[[str], None]) -> None:
+    large = Submission.objects.count()
+    modes = [("", False)] + ([("http ", True)] if http else [])
+    write(
+        f"Ingest: {INGEST_CLIENTS} clients x {per_client} submissions, with {large} submissions stored "
+        f"and in a fresh database holding {SMALL_INGEST_SUBMISSIONS}:"
+    )
+    small_rates = small_ingest_rates(per_client, http, write)
+    for prefix, over_http in modes:
+        rate = ingest_rate(per_client, over_http)
+        small = small_rates[over_http]
+        write(
+            f"{prefix}ingest 100k/1k ratio: {rate / small:.2f}x ({large} stored: {rate:.1f}/s, "
+            f"{SMALL_INGEST_SUBMISSIONS} stored: {small:.1f}/s; {INGEST_CLIENTS} clients; "
+            f"median of {INGEST_RUNS} runs each)"
+        )
+
+
+def small_ingest_rates(per_client: int, http: bool, write: Callable[[str], None]) -> dict[bool, float]:
+    """The 1k phase: bench_context again (``--ingest-only``), on a fresh database of the same kind."""
+    from tutor.bench.seeding import SEEDERS
+
+    with small_database() as url:
+        command = [
+            sys.executable, "manage.py", "bench_context", "--ingest-only",
+            "--submissions", str(SMALL_INGEST_SUBMISSIONS), "--students", "50", "--messages", "0",
+            "--ingest", str(per_client),
+            *[f"--{seeder.size}=0" for seeder in SEEDERS if hasattr(seeder, "option_help")],
+            *(["--http"] if http else []),
+        ]  # fmt: skip
+        write(
+            f"  measuring a fresh {connection.vendor} database with {SMALL_INGEST_SUBMISSIONS} submissions…"
+        )
+        done = subprocess.run(
+            command, cwd=PROJECT_DIR, env=child_environment(url), capture_output=True, text=True, timeout=1800
+        )
+    match = INGEST_RESULT.search(done.stdout)
+    if done.returncode != 0 or match is None:
+        raise CommandError(f"the 1k ingest phase failed:\n{done.stdout[-1500:]}\n{done.stderr[-1500:]}")
+    rates = json.loads(match["json"])
+    return {False: rates["in_process"], True: rates.get("http", 0.0)}

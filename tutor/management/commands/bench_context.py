@@ -23,10 +23,6 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import re
-import statistics
-import subprocess
-import sys
 import time
 
 from django.conf import settings
@@ -38,16 +34,19 @@ from django.test.utils import CaptureQueriesContext, override_settings
 from rest_framework.authtoken.models import Token
 
 from feedback.models import Submission
-from lessons.models import RecallTrace
-from tutor.bench.drivers import PROJECT_DIR, Failed, HttpDriver, InProcessDriver, bench_host, gunicorn_server
-from tutor.bench.ingest import (
-    INGEST_CLIENTS,
-    child_environment,
-    ingest_cleanup,
-    ingest_measure,
-    ingest_setup,
-    small_database,
+from tutor.bench.changes import KINDS, Changes
+from tutor.bench.drivers import (
+    THROTTLE_FREE_ENV,
+    Failed,
+    HttpDriver,
+    InProcessDriver,
+    bench_host,
+    gunicorn_serving,
+    unthrottled,
 )
+from tutor.bench.ingest import INGEST_CLIENTS, ingest_cleanup, ingest_comparison, ingest_rate
+from tutor.bench.life import CourseLife, Volumes
+from tutor.bench.recall import recall_figure
 from tutor.bench.reviews import review_overhead
 from tutor.bench.rounds import Pair, RoundFigures, median_round, run_rounds
 from tutor.bench.seeding import (
@@ -59,19 +58,13 @@ from tutor.bench.seeding import (
     Bench,
     course_spec,
 )
-from tutor.chat.services import session_open
+from tutor.bench.sessions import MessageSender
 from tutor.commands import DomainCommand
 from tutor.coursefile import course_import, validate_course
-from tutor.models import Course, ModelCall, Task, TutorMessage, TutorSession
+from tutor.models import Course, Task
 from tutor.ops.maintenance import database_optimize
 
-SMALL_INGEST_SUBMISSIONS = 1000  # the "1k" of the ingest ratio
-INGEST_RUNS = 3  # ingest runs per database and mode, the median taken
-INGEST_RESULT = re.compile(r"^INGEST_RESULT (?P<json>\{.*\})$", re.MULTILINE)
 MESSAGE_CORRELATION_PREFIX = "bench-message-"
-# Throttles are a courtesy, not a capacity (tutor.web.throttling): the benchmark
-# sends more than a student would.
-UNTHROTTLED = {"submissions": "1000000/min", "messages": "1000000/min", "regrade_requests": "1000000/min"}
 
 
 def preflight() -> None:
@@ -122,6 +115,24 @@ class Command(DomainCommand):
             "0 leaves it out)",
         )
         parser.add_argument(
+            "--first", type=int, default=100, help="students' first context requests timed (default 100)"
+        )
+        parser.add_argument(
+            "--new-sessions", type=int, default=50, help="messages timed, each in a new session (default 50)"
+        )
+        parser.add_argument(
+            "--changes",
+            type=int,
+            default=5,
+            help="changes of each kind timed with the requests after them (default 5)",
+        )
+        parser.add_argument(
+            "--mixed",
+            type=int,
+            default=1000,
+            help="context requests of the mixed run, one change per 50 (default 1000)",
+        )
+        parser.add_argument(
             "--http", action="store_true", help="also measure over HTTP through gunicorn (shipped config)"
         )
         parser.add_argument("--keep", action="store_true", help="keep the benchmark rows for the next run")
@@ -137,7 +148,9 @@ class Command(DomainCommand):
     def handle(self, *args, submissions, students, messages, requests, warmup, keep, **options):
         limits = {"--submissions": (submissions, 1), "--students": (students, 1), "--messages": (messages, 0)}
         limits |= {"--requests": (requests, 1), "--warmup": (warmup, 0), "--ingest": (options["ingest"], 0)}
-        limits |= {"--reviews": (options["reviews"], 0)}
+        limits |= {"--reviews": (options["reviews"], 0), "--first": (options["first"], 1)}
+        limits |= {"--new-sessions": (options["new_sessions"], 1), "--changes": (options["changes"], 1)}
+        limits |= {"--mixed": (options["mixed"], 1)}
         for option, (value, minimum) in limits.items():
             if value < minimum:
                 raise CommandError(f"{option} must be at least {minimum}, got {value}")
@@ -169,6 +182,12 @@ class Command(DomainCommand):
                     ingest=options["ingest"],
                     http=options["http"],
                     reviews=options["reviews"],
+                    volumes=Volumes(
+                        first=options["first"],
+                        new_sessions=options["new_sessions"],
+                        changes=options["changes"],
+                        mixed=options["mixed"],
+                    ),
                 )
             finally:
                 # Also after a failure: without --keep a half-seeded course goes too.
@@ -269,6 +288,7 @@ class Command(DomainCommand):
         ingest: int,
         http: bool,
         reviews: int = 0,
+        volumes: Volumes,
     ) -> None:
         student = get_user_model().objects.get(pk=bench.student_ids()[0])
         token, _ = Token.objects.get_or_create(user=student)
@@ -281,10 +301,11 @@ class Command(DomainCommand):
         )
         sender = self.message_sender(bench)
         context_query = {"task": str(task.pk), "message": CONTEXT_MESSAGE}
+        changes = Changes(bench, self.write)
         try:
-            with override_settings(
-                REST_FRAMEWORK={**settings.REST_FRAMEWORK, "DEFAULT_THROTTLE_RATES": UNTHROTTLED}
-            ):
+            with unthrottled():
+                # The subjects of both modes' changes, made before anything is timed.
+                changes.prepare(volumes.changes_needed() * (2 if http else 1))
                 queries = self.count_queries(token.key, sender, context_query, verbosity)
                 body = InProcessDriver(token.key).get("/api/tutor/context/", context_query)[2]
                 context = json.loads(body)
@@ -296,70 +317,30 @@ class Command(DomainCommand):
                     f"chars; {len(context['meta']['fact_ids'])} facts, {len(context['lessons']['recalled'])} "
                     "lessons recalled."
                 )
-                self.recall_figure(student, task, bench.sizes.get("lessons", 0))
+                recall_figure(student, task, bench.sizes.get("lessons", 0), self.write)
                 self.write("In-process:")
                 figures = self.rounds(InProcessDriver, token.key, sender, context_query, requests, warmup)
                 self.report("", figures, queries, requests)
+                self.course_life(bench, InProcessDriver, volumes, changes, "")
                 if http:
                     self.write("Over HTTP (gunicorn, shipped configuration, loopback):")
-                    with gunicorn_server(self.throttle_free_env()) as base:
+                    with gunicorn_serving(THROTTLE_FREE_ENV) as (base, pid):
 
                         def driver(key, base=base):
                             return HttpDriver(key, base)
 
                         http_figures = self.rounds(driver, token.key, sender, context_query, requests, warmup)
-                    self.report("http ", http_figures, queries, requests)
+                        self.report("http ", http_figures, queries, requests)
+                        self.course_life(bench, driver, volumes, changes, "http ", server_pid=pid)
         finally:
             sender.cleanup()
+            changes.cleanup()
         if ingest:
-            self.ingest_comparison(bench, per_client=ingest, http=http)
+            ingest_comparison(per_client=ingest, http=http, write=self.write)
         else:
             self.write("ingest 100k/1k ratio: not measured (--ingest 0)")
         if reviews:
             self.review_figures(bench, reviews)
-
-    def recall_figure(self, student, task: Task, lessons: int, runs: int = 200) -> None:
-        """How long the measured context's lesson recall takes (SPEC §6, §10:
-        under 5 ms with 10k lessons): from the process's snapshot, as every
-        warm request recalls, and by its statement, as a request inside a
-        transaction that changed the course's lessons does."""
-        from lessons.library import lessons_preview_recall
-        from lessons.providers import symptom_texts
-        from lessons.selectors import lessons_recall
-        from tutor.chat.assembler import assemble_context
-        from tutor.chat.selectors import student_task_and_open_session
-
-        read = student_task_and_open_session(student, task.pk)
-        request = assemble_context(
-            student=student, task=read.task, message=CONTEXT_MESSAGE, earlier=read.history,
-            correlation_id="bench-recall", session_id=read.session_id, preview=True,
-            snapshot_versions=read.versions, feedback=read.feedback,
-        ).request  # fmt: skip
-        tags, texts = read.task.tags or [], symptom_texts(request)
-
-        def timed(recall) -> tuple[float, int]:
-            recall()  # a warm snapshot, a prepared statement
-            durations, recalled = [], 0
-            for _ in range(runs):
-                began = time.perf_counter()
-                recalled = len(recall().recalled)
-                durations.append(time.perf_counter() - began)
-            return statistics.median(durations), recalled
-
-        snapshot, recalled = timed(
-            lambda: lessons_preview_recall(
-                course_id=task.course_id, tags=tags, texts=texts, versions=request.snapshot_versions
-            )
-        )
-        statement, _ = timed(
-            lambda: lessons_recall(
-                course_ids=[task.course_id], tags=tags, texts=texts, with_counts=False, lines=False
-            )
-        )
-        self.write(
-            f"lessons recall: {snapshot * 1000:.2f} ms from the snapshot, {statement * 1000:.2f} ms by its "
-            f"statement (median of {runs}; {lessons} lessons, {recalled} recalled)"
-        )
 
     def review_figures(self, bench: Bench, attempts: int) -> None:
         figures = review_overhead(bench, attempts)
@@ -373,9 +354,17 @@ class Command(DomainCommand):
             f"{figures.fresh_median * ms:.2f} ms opening a connection per task)"
         )
 
-    @staticmethod
-    def throttle_free_env() -> dict[str, str]:
-        return {"TUTOR_THROTTLE_SUBMISSIONS": "1000000/min", "TUTOR_THROTTLE_MESSAGES": "1000000/min"}
+    def course_life(
+        self, bench: Bench, make_driver, volumes: Volumes, changes: Changes, prefix: str, **kw
+    ) -> None:
+        """What a live course does beside the steady state (``tutor.bench.life``)."""
+        self.write(
+            f"{prefix or 'In-process '}live course: first requests, new sessions, after changes "
+            f"({', '.join(KINDS)}), mixed:"
+        )
+        CourseLife(bench, make_driver, volumes=volumes, changes=changes, prefix=prefix, write=self.write).run(
+            **kw
+        )
 
     def message_sender(self, bench: Bench) -> MessageSender:
         student = get_user_model().objects.get(pk=bench.student_ids()[min(1, len(bench.student_ids()) - 1)])
@@ -457,100 +446,12 @@ class Command(DomainCommand):
             f"median of {rounds} rounds)"
         )
 
-    # --- ingest -------------------------------------------------------------------------------
-
-    def ingest_rate(self, per_client: int, http: bool) -> float:
-        """Submissions per second of the ingest phase on this database: the
-        median of ``INGEST_RUNS`` runs (one run is a few seconds, and the
-        machine's neighbours move it by a fifth either way)."""
-        task, tokens = ingest_setup()
-        try:
-            with override_settings(
-                REST_FRAMEWORK={**settings.REST_FRAMEWORK, "DEFAULT_THROTTLE_RATES": UNTHROTTLED}
-            ):
-                if http:
-                    with gunicorn_server(self.throttle_free_env()) as base:
-                        runs = [
-                            ingest_measure(task, tokens, per_client, lambda key: HttpDriver(key, base))
-                            for _ in range(INGEST_RUNS)
-                        ]
-                else:
-                    runs = [
-                        ingest_measure(task, tokens, per_client, InProcessDriver) for _ in range(INGEST_RUNS)
-                    ]
-        finally:
-            ingest_cleanup()
-        return statistics.median(run.per_second for run in runs)
-
-    def ingest_comparison(self, bench: Bench, *, per_client: int, http: bool) -> None:
-        large = Submission.objects.count()
-        modes = [("", False)] + ([("http ", True)] if http else [])
-        self.write(
-            f"Ingest: {INGEST_CLIENTS} clients x {per_client} submissions, with {large} submissions stored "
-            f"and in a fresh database holding {SMALL_INGEST_SUBMISSIONS}:"
-        )
-        small_rates = self.small_ingest_rates(per_client, http)
-        for prefix, over_http in modes:
-            rate = self.ingest_rate(per_client, over_http)
-            small = small_rates[over_http]
-            self.write(
-                f"{prefix}ingest 100k/1k ratio: {rate / small:.2f}x ({large} stored: {rate:.1f}/s, "
-                f"{SMALL_INGEST_SUBMISSIONS} stored: {small:.1f}/s; {INGEST_CLIENTS} clients; "
-                f"median of {INGEST_RUNS} runs each)"
-            )
-
-    def small_ingest_rates(self, per_client: int, http: bool) -> dict[bool, float]:
-        """The 1k phase: this command again, on a fresh database of the same kind."""
-        with small_database() as url:
-            command = [
-                sys.executable, "manage.py", "bench_context", "--ingest-only",
-                "--submissions", str(SMALL_INGEST_SUBMISSIONS), "--students", "50", "--messages", "0",
-                "--ingest", str(per_client),
-                *[f"--{seeder.size}=0" for seeder in SEEDERS if hasattr(seeder, "option_help")],
-                *(["--http"] if http else []),
-            ]  # fmt: skip
-            vendor = connection.vendor
-            self.write(f"  measuring a fresh {vendor} database with {SMALL_INGEST_SUBMISSIONS} submissions…")
-            done = subprocess.run(
-                command,
-                cwd=PROJECT_DIR,
-                env=child_environment(url),
-                capture_output=True,
-                text=True,
-                timeout=1800,
-            )
-        match = INGEST_RESULT.search(done.stdout)
-        if done.returncode != 0 or match is None:
-            raise CommandError(f"the 1k ingest phase failed:\n{done.stdout[-1500:]}\n{done.stderr[-1500:]}")
-        rates = json.loads(match["json"])
-        return {False: rates["in_process"], True: rates.get("http", 0.0)}
-
     def ingest_only(self, sizes: dict[str, int], *, per_client: int, http: bool) -> None:
         """The 1k phase itself (run by ``small_ingest_rates`` on a fresh database)."""
         call_command("migrate", verbosity=0, interactive=False)
         with override_settings(DEBUG=False):
             self.prepare(sizes)
-            rates = {"in_process": self.ingest_rate(per_client, False)}
+            rates = {"in_process": ingest_rate(per_client, False)}
             if http:
-                rates["http"] = self.ingest_rate(per_client, True)
+                rates["http"] = ingest_rate(per_client, True)
         self.stdout.write("INGEST_RESULT " + json.dumps(rates))
-
-
-class MessageSender:
-    """The message phase's own session (another bench student's, on the
-    measured task), removed with what its turns stored."""
-
-    def __init__(self, *, student, task: Task):
-        self.student = student
-        self.token = Token.objects.get_or_create(user=student)[0].key
-        self.session, _ = session_open(student=student, task=task, new=True)
-        self.url = f"/api/tutor/sessions/{self.session.pk}/messages/"
-
-    def cleanup(self) -> None:
-        correlation_ids = list(
-            TutorMessage.objects.filter(session=self.session).values_list("correlation_id", flat=True)
-        )
-        ModelCall.objects.filter(correlation_id__in=correlation_ids).delete()
-        # A recall trace only lets go of a deleted session: removed by its turn's id.
-        RecallTrace.objects.filter(correlation_id__in=correlation_ids).delete()
-        TutorSession.objects.filter(pk=self.session.pk).delete()  # messages and lesson hits cascade
