@@ -61,7 +61,7 @@ class Submission(models.Model):
     snapshot_hash = models.CharField(max_length=64)
     # The hash of the evidence as it was sent, secrets included: knows the same
     # upload again; never shown. Empty for rows stored before it existed.
-    sent_hash = models.CharField(max_length=64, blank=True, default="", editable=False)
+    sent_hash = models.CharField(max_length=64, blank=True, default="", db_default="", editable=False)
     ci_source = models.CharField(max_length=16, choices=CiSource.choices)
     submitted_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
     created_at = models.DateTimeField(auto_now_add=True)

@@ -13,6 +13,6 @@ class Migration(migrations.Migration):
         migrations.AddField(
             model_name='submission',
             name='sent_hash',
-            field=models.CharField(blank=True, default='', editable=False, max_length=64),
+            field=models.CharField(blank=True, db_default='', default='', editable=False, max_length=64),
         ),
     ]
