@@ -28,7 +28,10 @@ from corrections.models import (
     Correction,
     CorrectionCase,
     Fact,
+    FactStatus,
     MemoryItem,
+    PendingDetection,
+    ProcessRule,
     Proposal,
     ProposalSupporter,
 )
@@ -166,3 +169,117 @@ def visible_cases(user) -> QuerySet[CorrectionCase]:
     if user.is_superuser:
         return qs
     return qs.filter(course_id__in=access.staff_course_ids(user))
+
+
+# --- what the student sees of the loop (issue 36 item 5) -----------------------------------
+
+
+class Outcome:
+    """What became of a user message read as a correction, in the words the
+    student client shows (``correction_outcomes``)."""
+
+    PENDING = "pending"  # detection has not run yet (a worker will)
+    SAVED = "saved"  # in the student's own memory (``tier``: session or user)
+    SENT_TO_STAFF = "sent_to_staff"  # a proposed fact or a review case awaits course staff
+    STAFF_DECIDED = "staff_decided"  # its case was accepted, rejected or disputed
+    COURSE_FACT = "course_fact"  # the statement is a verified course fact
+    FORGOTTEN = "forgotten"  # its memory item is gone (forgotten, or expired) and nothing else holds it
+    NOT_STORED = "not_stored"  # recorded, written nowhere (a session-tier correction without a session)
+
+
+OUTCOME_STATUSES = [value for name, value in vars(Outcome).items() if name.isupper()]
+
+
+def _widest_tier(tiers: list[str]) -> str | None:
+    for tier in ("system", "user", "session"):
+        if tier in tiers or (tier == "system" and "case" in tiers):
+            return tier
+    return None
+
+
+def _outcome(row: dict) -> dict:
+    """One correction row as its outcome: read from what was written -- the
+    tiers, the fact's and the case's status now -- never from the type alone,
+    so a course that verifies facts by corroboration, or staff's later
+    decision, shows as it is."""
+    tiers = list(row["tiers"] or [])
+    case_status, fact_status = row["case__status"], row["fact__status"]
+    if case_status in UNDECIDED_CASE_STATUSES:
+        status = Outcome.SENT_TO_STAFF
+    elif case_status is not None:
+        status = Outcome.STAFF_DECIDED
+    elif "system" in tiers and fact_status == FactStatus.PROPOSED:
+        status = Outcome.SENT_TO_STAFF
+    elif "system" in tiers and fact_status in (FactStatus.VERIFIED, FactStatus.DISPUTED):
+        status = Outcome.COURSE_FACT
+    elif "system" in tiers:
+        status = Outcome.STAFF_DECIDED  # superseded, or the fact was deleted by staff
+    elif not tiers:
+        status = Outcome.NOT_STORED
+    elif row["memory_id"] is None:
+        status = Outcome.FORGOTTEN
+    else:
+        status = Outcome.SAVED
+    return {
+        "status": status,
+        "type": row["type"],
+        "tier": _widest_tier(tiers),
+        "tiers": tiers,
+        "statement": row["corrected_statement"] or row["original_statement"],
+    }
+
+
+PENDING_OUTCOME = {"status": Outcome.PENDING, "type": None, "tier": None, "tiers": [], "statement": ""}
+
+
+def correction_outcomes(*, user_id, message_ids) -> dict:
+    """The outcome of each of ``user_id``'s messages among ``message_ids``
+    whose detection is still pending (its outbox row is there: the common
+    case just after a send, with a worker) or that was read as a correction
+    (``_outcome``); messages that are neither are absent. Two queries at
+    most, one when every message is still pending."""
+    if not message_ids:
+        return {}
+    waiting = PendingDetection.objects.filter(message_id__in=message_ids).values_list("message_id", flat=True)
+    found = {message_id: dict(PENDING_OUTCOME) for message_id in waiting}
+    rest = [message_id for message_id in message_ids if message_id not in found]
+    if rest:
+        rows = Correction.objects.filter(user_id=user_id, message_id__in=rest).values(
+            "message_id", "type", "tiers", "memory_id", "corrected_statement", "original_statement",
+            "case__status", "fact__status",
+        )  # fmt: skip
+        found.update((row["message_id"], _outcome(row)) for row in rows)
+    return found
+
+
+def _uuids(values) -> list[uuid.UUID]:
+    found = []
+    for value in values or ():
+        try:
+            found.append(uuid.UUID(str(value)))
+        except ValueError:
+            continue  # a meta stored by an earlier release, or another app's kind of id
+    return found
+
+
+def context_texts(*, user_id, course_id, fact_ids=(), memory_ids=(), process_rule_ids=()) -> dict[str, str]:
+    """The texts behind the ids a tutor request's ``context_meta`` names, for
+    the student whose request it was (issue 36 item 5): their own memory
+    items only (preferences and memories; a forgotten one is absent), and
+    the course's facts and process rules -- which were in that student's
+    context, so nothing of another student's memory is ever read. Keyed by
+    the id as the meta holds it (a string)."""
+    texts: dict[str, str] = {}
+    memory = _uuids(memory_ids)
+    if memory:
+        rows = MemoryItem.objects.filter(user_id=user_id, id__in=memory).values_list("id", "content")
+        texts.update((str(pk), text) for pk, text in rows)
+    facts = _uuids(fact_ids)
+    if facts:
+        rows = Fact.objects.filter(course_id=course_id, id__in=facts).values_list("id", "statement")
+        texts.update((str(pk), text) for pk, text in rows)
+    rules = _uuids(process_rule_ids)
+    if rules:
+        rows = ProcessRule.objects.filter(course_id=course_id, id__in=rules).values_list("id", "statement")
+        texts.update((str(pk), text) for pk, text in rows)
+    return texts

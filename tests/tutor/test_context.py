@@ -736,8 +736,10 @@ def classic_reply_queries(effects: int) -> int:
 DETECTION_QUERIES = 0
 MESSAGE_POST_QUERIES = 1 + 1 + write_queries(1) + 1 + write_queries(2) + DETECTION_QUERIES
 # A message that can be a correction: its outbox row, an INSERT of the
-# claim's write on SQLite, a part of its one statement on PostgreSQL.
-OUTBOX_ROW_QUERIES = 0 if connection.vendor == "postgresql" else 1
+# claim's write on SQLite, a part of its one statement on PostgreSQL; and the
+# answer's ``correction`` (tutor.chat.loop): its outbox row read, still there
+# (here detection runs after the response) (1).
+OUTBOX_ROW_QUERIES = (0 if connection.vendor == "postgresql" else 1) + 1
 # GET /api/tutor/context/:
 #   token auth (1); the task within the caller's enrolment with the open
 #   session's id, the versions of the course's lessons and facts snapshots

@@ -1,9 +1,11 @@
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from corrections.selectors import OUTCOME_STATUSES
 from feedback.models import AttemptStatus
 from feedback.results import Basis
 from feedback.selectors import FeedbackState, InvalidReason
+from tutor.chat.loop import message_texts
 from tutor.kernel.rubrics import Verdict
 from tutor.models import TutorMessage, TutorSession
 from tutor.web.fields import MESSAGE_MAX_CHARS, MessageTextField, SharedFieldsSerializer, StrictCharField
@@ -94,13 +96,36 @@ META_ID_KEYS = (
 )
 
 
+class CorrectionOutcomeSerializer(serializers.Serializer):
+    """What became of a user message read as a correction (issue 36 item 5;
+    ``corrections.selectors.correction_outcomes``): ``status`` (``pending``
+    until detection has run), the correction's ``type``, the widest ``tier``
+    it reached and every tier written, and the statement recorded."""
+
+    status = serializers.ChoiceField(choices=OUTCOME_STATUSES)
+    type = serializers.ChoiceField(choices=["factual", "preference", "process", "negative"], allow_null=True)
+    tier = serializers.ChoiceField(choices=["session", "user", "system"], allow_null=True)
+    tiers = serializers.ListField(child=serializers.CharField())
+    statement = serializers.CharField(allow_blank=True)
+
+
+CONTEXT_TEXTS_HELP = (
+    "The text behind each id of context_meta the student may read: their own preferences and "
+    "memories, the course facts and process rules they were given. A forgotten item is absent."
+)
+
+
 class HistoryMessageSerializer(MessageSerializer):
     """A message of the history: an assistant message carries the
-    ``context_meta`` of the request that produced it (SPEC §4), a user
-    message null. A meta stored by an earlier release is shown as it was
-    stored, with the id lists it lacks empty -- never refused."""
+    ``context_meta`` of the request that produced it (SPEC §4) and the texts
+    behind its ids, a user message null; a user message read as a correction
+    carries its outcome. A meta stored by an earlier release is shown as it
+    was stored, with the id lists it lacks empty -- never refused. The view
+    reads the outcomes and texts of a page at once (``tutor.chat.loop``)."""
 
     context_meta = serializers.SerializerMethodField()
+    context_texts = serializers.SerializerMethodField(help_text=CONTEXT_TEXTS_HELP)
+    correction = serializers.SerializerMethodField()
 
     @extend_schema_field(ContextMetaSerializer(allow_null=True))
     def get_context_meta(self, message: TutorMessage):
@@ -109,11 +134,26 @@ class HistoryMessageSerializer(MessageSerializer):
             return None
         return {**{key: [] for key in META_ID_KEYS}, "omitted": {}, **meta}
 
+    @extend_schema_field(serializers.DictField(child=serializers.CharField(), allow_null=True))
+    def get_context_texts(self, message: TutorMessage):
+        if message.role != TutorMessage.Role.ASSISTANT:
+            return None
+        return message_texts(message.context_meta, self.context.get("context_texts", {}))
+
+    @extend_schema_field(CorrectionOutcomeSerializer(allow_null=True))
+    def get_correction(self, message: TutorMessage):
+        return self.context.get("corrections", {}).get(message.pk)
+
 
 class ExchangeSerializer(serializers.Serializer):
     user_message = MessageSerializer()
     reply = MessageSerializer()
     context_meta = ContextMetaSerializer()
+    context_texts = serializers.DictField(child=serializers.CharField(), help_text=CONTEXT_TEXTS_HELP)
+    correction = CorrectionOutcomeSerializer(
+        allow_null=True,
+        help_text="What became of the message if it reads as a correction (pending until detection has run).",
+    )
 
 
 class FeedbackItemSerializer(serializers.Serializer):

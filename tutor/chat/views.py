@@ -9,6 +9,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from tutor.chat.assembler import assemble_context
+from tutor.chat.loop import history_reads, sent_context_texts, sent_correction
 from tutor.chat.selectors import owned_session, student_task, student_task_and_open_session
 from tutor.chat.serializers import (
     ContextBodySerializer,
@@ -68,7 +69,8 @@ class SessionMessagesView(APIView):
         session = owned_session(request.user, session_id)
         paginator = self.pagination_class()
         page = paginator.paginate_queryset(TutorMessage.objects.filter(session=session), request, view=self)
-        return paginator.get_paginated_response(HistoryMessageSerializer(page, many=True).data)
+        reads = history_reads(student=request.user, course_id=session.task.course_id, messages=page)
+        return paginator.get_paginated_response(HistoryMessageSerializer(page, many=True, context=reads).data)
 
     @extend_schema(
         request=MessageCreateSerializer,
@@ -96,6 +98,8 @@ class SessionMessagesView(APIView):
             "user_message": MessageSerializer(exchange.user_message).data,
             "reply": MessageSerializer(exchange.reply).data,
             "context_meta": exchange.context.meta,
+            "context_texts": sent_context_texts(exchange.context),
+            "correction": sent_correction(student=request.user, user_message=exchange.user_message),
         }
         return Response(body, status=status.HTTP_201_CREATED)
 
