@@ -148,8 +148,12 @@ def test_phone_width_keyboard_labels_contrast_chinese_and_untrusted_text(browser
         "lesson_ids": 3,
         "skill_ids": 1,
     }
-    assert "6c1b3f0e-0f5e-4d5e-9a51-0d1c2b3a4f50" in knew.text
+    # Facts, preferences, memories and rules show their texts (issue 36 item 5): these
+    # ids name no item the student may read, so each says it is no longer remembered.
+    assert "6c1b3f0e-0f5e-4d5e-9a51-0d1c2b3a4f50" not in knew.text
+    assert len(knew.find_elements("css selector", ".knew-texts [data-gone]")) == 5
     assert "Lessons (3)" in knew.text and "skill (1)" in knew.text
+    assert "41" in knew.text and "s-1" in knew.text  # other keys keep their ids
     assert "history: 3" in knew.text and "lessons: 2" in knew.text and "facts: 0" not in knew.text
     page.shot("phone-english")
 

@@ -47,7 +47,8 @@ def test_every_module_the_client_imports_is_a_static_file():
             if imported not in seen:
                 pending.append(imported)
     assert seen == {f"tutor/{n}" for n in ("client.js", "page.js", "api.js", "i18n.js", "dom.js", "review.js",
-                                            "chat.js", "evidence.js", "regrade.js", "notice.js")}  # fmt: skip
+                                            "chat.js", "evidence.js", "regrade.js", "notice.js",
+                                            "memory.js")}  # fmt: skip
 
 
 @pytest.mark.django_db

@@ -7,7 +7,8 @@ import { api, apiAll, ApiError, auth, sleep } from "./api.js";
 import { clear, h, show } from "./dom.js";
 import { applyLanguage, chooseLanguage, setUpLanguageSelect, t } from "./i18n.js";
 import { EvidenceForm } from "./evidence.js";
-import { messageNode, renderMessages } from "./chat.js";
+import { correctionText, messageNode, renderMessages } from "./chat.js";
+import { closeMemory, renderMemory, setUpMemory } from "./memory.js";
 import { newestAttempt, renderProgress, renderReview, renderTutorView, submissionNumber, TERMINAL } from "./review.js";
 import { isNoticeRequired, openNotice, setUpNotice } from "./notice.js";
 
@@ -16,6 +17,9 @@ const POLL_FIRST_MS = 500;
 const POLL_MAX_MS = 3000;
 const REPLY_WAIT_MS = 2000;
 const REPLY_WAIT_ROUNDS = 30;
+// A correction's outcome is read again until its detection has run (a worker's job).
+const OUTCOME_WAIT_MS = 1500;
+const OUTCOME_WAIT_ROUNDS = 20;
 
 const state = {
   me: null,
@@ -469,11 +473,13 @@ async function sendMessage() {
     const exchange = await api("POST", `/api/tutor/sessions/${session.id}/messages/`, { content });
     if (generation !== state.generation) return;
     input.value = "";
-    appendMessages(exchange.user_message, {
+    appendMessages({ ...exchange.user_message, correction: exchange.correction }, {
       ...exchange.reply,
       context_meta: exchange.reply.context_meta || exchange.context_meta,
+      context_texts: exchange.context_texts || {},
     });
-    $("chat-status").textContent = t("reply_arrived");
+    announceCorrection(exchange.correction);
+    if (exchange.correction?.status === "pending") watchCorrection(exchange.user_message.id);
   } catch (error) {
     $("chat-status").textContent = "";
     if (handleAuthError(error)) return;
@@ -495,6 +501,38 @@ async function sendMessage() {
   } finally {
     state.sending = false;
     $("send-button").disabled = false;
+  }
+}
+
+// The reply, and what became of the message if it read as a correction.
+function announceCorrection(outcome) {
+  const said = correctionText(outcome);
+  $("chat-status").textContent = said ? `${t("reply_arrived")} ${said}` : t("reply_arrived");
+}
+
+// Read the history again until the message's detection has run, then show
+// (and announce) what became of it -- or drop the line when it was none.
+async function watchCorrection(messageId) {
+  const generation = state.generation;
+  const session = state.session;
+  for (let round = 0; round < OUTCOME_WAIT_ROUNDS; round += 1) {
+    await sleep(OUTCOME_WAIT_MS);
+    if (generation !== state.generation || session !== state.session) return;
+    let messages;
+    try {
+      messages = await apiAll(`/api/tutor/sessions/${session.id}/messages/?page_size=200`);
+    } catch {
+      continue;
+    }
+    const found = messages.find((message) => message.id === messageId);
+    if (!found || found.correction?.status === "pending") continue;
+    if (generation !== state.generation || session !== state.session || state.sending) return;
+    const index = state.messages.findIndex((message) => message.id === messageId);
+    const node = $("chat-log").querySelector(`.message[data-id="${CSS.escape(messageId)}"]`);
+    if (index >= 0) state.messages[index] = found;
+    node?.replaceWith(messageNode(found));
+    if (found.correction) $("chat-status").textContent = correctionText(found.correction);
+    return;
   }
 }
 
@@ -531,11 +569,14 @@ async function start() {
       renderSubmission(state.submission);
       renderTutorView($("tutor-view"), state.tutorView, { onRetry: retryReview });
     }
+    renderMemory();
   });
   setUpSignIn();
   setUpTaskSelect();
   setUpEvidenceForm();
   setUpChat();
+  // A forgotten item leaves "what the tutor knew" too: the history is read again.
+  setUpMemory(() => (state.session ? loadMessages().catch(() => {}) : null));
   try {
     state.me = await api("GET", "/api/me/");
   } catch (error) {
