@@ -33,7 +33,10 @@ def last(page, css: str):
 
 def no_sideways_scroll(page, size) -> None:
     page.driver.set_window_size(*size)
-    page.wait_until(lambda: page.js("return window.outerWidth") == size[0], f"the window is not {size}")
+    page.wait_until(
+        lambda: page.js("return [window.outerWidth, window.outerHeight]") == list(size),
+        f"the window is not {size}",
+    )
     overflow = page.js("return document.documentElement.scrollWidth - window.innerWidth")
     assert overflow <= 0, f"at {size} the page is {overflow}px wider than the window"
 
@@ -47,9 +50,9 @@ def test_a_student_corrects_the_tutor_sees_where_it_went_and_forgets_it(browser,
     model_server.script(
         Reply(DEADLINE_TUTOR),
         Reply("Thanks, I will pass it on to the course staff."),
-        Reply("好的，之后我用中文回答。"),
-        Reply("下一步：先写 REPORT.md。"),
-        Reply("下一步：运行测试。"),
+        Reply("Understood: from now on I will answer in Chinese."),
+        Reply("Next: write REPORT.md, then submit it for review."),
+        Reply("Then run the tests again."),
     )
     page = browser
     page.open(f"/?task={task.pk}")
@@ -84,6 +87,7 @@ def test_a_student_corrects_the_tutor_sees_where_it_went_and_forgets_it(browser,
     assert preferences.text == PREFERENCE
     assert not UUID.search(knew.text), knew.text
     page.shot("acknowledged")
+    page.shot_element("#chat-log", "acknowledged-log")  # docs/client-correction-acknowledged.png
 
     # --- the memory panel: the preference with Forget -----------------------------------------
     page.click("#memory-open")
@@ -99,6 +103,7 @@ def test_a_student_corrects_the_tutor_sees_where_it_went_and_forgets_it(browser,
         no_sideways_scroll(page, size)
         assert page.find("#memory").is_displayed()
     page.shot("memory-panel")
+    page.shot_element("#memory", "memory-panel-alone")  # docs/client-memory-panel.png
 
     page.click(row.find_element("css selector", ".forget-button"))
     page.wait_for_text("#memory-status", f"Forgotten: {PREFERENCE}")
@@ -134,7 +139,16 @@ def test_a_student_corrects_the_tutor_sees_where_it_went_and_forgets_it(browser,
     Select(page.find("#lang-select")).select_by_value("zh")
     assert page.text("#memory-open") == "导师记住了我哪些内容"
     assert "已发送给课程老师核实" in page.find_all("#chat-log .correction-ack")[0].text
+    page.click("#memory-open")
+    page.wait_for("#memory-list .memory-item")
+    assert page.text("#memory-heading") == "导师记住了我哪些内容"
     for size in DESKTOP_SIZES:
         no_sideways_scroll(page, size)
+        # The chat card fits the window: Send and the panel's button stay in view.
+        page.js("document.getElementById('chat').scrollIntoView({block: 'start'})")
+        for button in ("#send-button", "#memory-open"):
+            bottom = page.js(f"return document.querySelector({button!r}).getBoundingClientRect().bottom")
+            height = page.js("return window.innerHeight")
+            assert bottom <= height, f"{button} ends at {bottom}px, below the {height}px window at {size}"
     page.shot("chinese")
     assert page.script_errors() == []
