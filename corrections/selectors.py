@@ -191,10 +191,8 @@ OUTCOME_STATUSES = [value for name, value in vars(Outcome).items() if name.isupp
 
 
 def _widest_tier(tiers: list[str]) -> str | None:
-    for tier in ("system", "user", "session"):
-        if tier in tiers or (tier == "system" and "case" in tiers):
-            return tier
-    return None
+    """The widest memory tier written; a review case is no tier (``status`` says it)."""
+    return next((tier for tier in ("system", "user", "session") if tier in tiers), None)
 
 
 def _outcome(row: dict) -> dict:

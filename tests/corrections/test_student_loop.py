@@ -94,13 +94,28 @@ def test_a_factual_correction_reads_as_sent_to_course_staff_while_its_fact_is_pr
 
     outcome = history(chat)[2]["correction"]
     assert outcome["type"] == "factual"
-    assert outcome["tier"] == "system"
     assert outcome["status"] == "sent_to_staff"
+    # A proposed course fact; with it, the author's own user memory meanwhile (issue 36 item 1).
+    assert outcome["tier"] in ("system", "user")
     fact = Correction.objects.get().fact
     assert fact.status == FactStatus.PROPOSED  # what the outcome was read from
 
     Fact.objects.filter(pk=fact.pk).update(status=FactStatus.VERIFIED)  # however it got there
     assert history(chat)[2]["correction"]["status"] == "course_fact"
+
+
+@pytest.mark.django_db
+def test_a_process_correction_is_saved_for_the_student_and_sent_to_staff(student, chat_for):
+    chat = chat_for(student)
+    chat.send("what should I do first", reply="Commit your changes now.")
+
+    chat.send("next time always run the tests before you suggest a commit")
+
+    outcome = history(chat)[2]["correction"]
+    assert outcome["type"] == "process"
+    assert outcome["status"] == "sent_to_staff"
+    assert outcome["tier"] == "user"  # the case is no tier of memory
+    assert outcome["tiers"] == ["user", "case"]
 
 
 @pytest.mark.django_db
