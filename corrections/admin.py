@@ -17,12 +17,14 @@ from django.contrib import admin, messages
 from django.contrib.admin import helpers
 from django.contrib.contenttypes.models import ContentType
 from django.db.models import Prefetch
+from django.urls import reverse
 from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 from django.utils.timesince import timesince
 from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
+from corrections.admin_decide import CaseDecideMixin
 from corrections.conf import setting
 from corrections.models import (
     UNDECIDED_CASE_STATUSES,
@@ -47,6 +49,10 @@ from tutor.kernel.errors import DomainError
 from tutor.models import AuditEvent
 
 WORDS_CHARS = 120  # a supporter's own words in the changelist
+
+
+def _undecided(case) -> bool:
+    return case.status in UNDECIDED_CASE_STATUSES
 
 
 def _short(text: str, limit: int = WORDS_CHARS) -> str:
@@ -158,7 +164,7 @@ class DecidingAdmin(CourseScopedAdmin):
 
 
 @admin.register(CorrectionCase)
-class CorrectionCaseAdmin(QueueRowsAdmin, DecidingAdmin):
+class CorrectionCaseAdmin(CaseDecideMixin, QueueRowsAdmin, DecidingAdmin):
     paginator = CappedCountPaginator  # no full COUNT over a big table
     show_full_result_count = False
     # Fits 1366 px (SPEC §8): the buttons first; the topic, what is active and what is proposed.
@@ -198,9 +204,9 @@ class CorrectionCaseAdmin(QueueRowsAdmin, DecidingAdmin):
 
     def get_row_actions(self, request):
         return (
-            RowAction(
-                "accept", _("Accept"), run=self._case(case_accept, _("Accepted")), reason="text", primary=True
-            ),
+            # Which proposal, staff's own wording, a dispute note: the decision page.
+            RowAction("decide", _("Decide…"), href=self.decide_url, applies=_undecided, primary=True),
+            RowAction("accept", _("Accept"), run=self._case(case_accept, _("Accepted")), reason="text"),
             RowAction("reject", _("Reject"), run=self._case(case_reject, _("Rejected")), reason="text"),
             RowAction("dispute", _("Dispute"), run=self._case(case_dispute, _("Disputed")), reason="text"),
         )
@@ -330,6 +336,7 @@ class FactAdmin(QueueRowsAdmin, DecidingAdmin):
         "confirmed_at",
         "supporter_count",
         "disputed_with",
+        "staff_note",
         "proposed_by",
         "supersedes",
         "successor",
@@ -343,10 +350,19 @@ class FactAdmin(QueueRowsAdmin, DecidingAdmin):
     readonly_fields = fields
 
     def get_row_actions(self, request):
-        proposed = lambda fact: fact.status == FactStatus.PROPOSED  # noqa: E731
+        # A student's proposal is decided in its case, with every statement on its topic.
+        in_case = lambda fact: fact.status == FactStatus.PROPOSED and fact.case_id is not None  # noqa: E731
+        alone = lambda fact: fact.status == FactStatus.PROPOSED and fact.case_id is None  # noqa: E731
         return (
-            RowAction("verify", _("Verify"), run=self._verify, reason="text", applies=proposed, primary=True),
-            RowAction("reject", _("Reject"), run=self._reject, reason="text", applies=proposed),
+            RowAction(
+                "case",
+                _("Decide in its case…"),
+                href=lambda fact: reverse("admin:corrections_correctioncase_decide", args=[fact.case_id]),
+                applies=in_case,
+                primary=True,
+            ),
+            RowAction("verify", _("Verify"), run=self._verify, reason="text", applies=alone, primary=True),
+            RowAction("reject", _("Reject"), run=self._reject, reason="text", applies=alone),
         )
 
     def _verify(self, request, fact, reason):

@@ -26,6 +26,7 @@ from corrections.serializers import (
     CorrectionCreateSerializer,
     CorrectionSerializer,
     DetectionResultSerializer,
+    DisputeSerializer,
     MemoryItemSerializer,
     ReasonSerializer,
 )
@@ -211,8 +212,9 @@ class CorrectionCaseViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, vi
     )
     @action(detail=True, methods=["post"])
     def accept(self, request, pk=None):
-        """Accept a proposal (by default the one with most supporters): it becomes the
-        verified fact and the active one is superseded; a process case becomes a course rule."""
+        """Accept a proposal (by default the one with most supporters), as written or in staff's
+        own ``statement``: it becomes the verified fact and the active one is superseded (a
+        proposed one accepted as written is verified); a process case becomes a course rule."""
         body = AcceptSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         case = case_accept(
@@ -220,6 +222,7 @@ class CorrectionCaseViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, vi
             staff=request.user,
             reason=body.validated_data["reason"],
             proposal_id=body.validated_data.get("proposal"),
+            statement=body.validated_data.get("statement"),
         )
         return self._answer(case)
 
@@ -237,14 +240,19 @@ class CorrectionCaseViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, vi
         )
 
     @extend_schema(
-        request=ReasonSerializer,
+        request=DisputeSerializer,
         responses={200: CaseSerializer, 409: HELD_OR_DECIDED},
     )
     @action(detail=True, methods=["post"])
     def dispute(self, request, pk=None):
-        """Mark the topic disputed: the tutor is told every statement and that they are disputed."""
-        body = ReasonSerializer(data=request.data)
+        """Mark the topic disputed: the tutor is told the statements, that they are disputed,
+        and the staff note."""
+        body = DisputeSerializer(data=request.data)
         body.is_valid(raise_exception=True)
-        return self._answer(
-            case_dispute(case=self.get_object(), staff=request.user, reason=body.validated_data["reason"])
+        case = case_dispute(
+            case=self.get_object(),
+            staff=request.user,
+            reason=body.validated_data["reason"],
+            note=body.validated_data.get("note"),
         )
+        return self._answer(case)

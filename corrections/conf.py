@@ -25,7 +25,7 @@ DEFAULTS = {
     "CORRECTIONS_ITEM_CHARS": 300,  # one injected item, cut
     "CORRECTIONS_QUERY_MAX_TOKENS": 400,  # tokens of the message and the task looked up
     # Facts.
-    "CORRECTIONS_MIN_SUPPORTERS": 1,  # distinct users before a new fact is active
+    "CORRECTIONS_AUTO_VERIFY_SUPPORTERS": 0,  # 0: staff verify; N >= 2 students agreeing do (opt-in)
     "CORRECTIONS_FACT_TTL_DAYS": 30,  # unconfirmed for longer: not injected unless pinned
     # Review cases.
     "CORRECTIONS_CASE_LEASE_SECONDS": 8 * 3600,

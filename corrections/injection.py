@@ -117,7 +117,7 @@ def _count(queryset) -> Subquery:
 # A message with more tokens than this is looked up through the token index:
 # its keys (tokens and pairs) would outnumber the index entries they spare.
 KEYED_MESSAGE_TOKENS = 12
-FACT_COLUMNS = ("id", "topic", "statement", "status", "disputed_with", "pinned", "confirmed_at")
+FACT_COLUMNS = ("id", "topic", "statement", "status", "disputed_with", "staff_note", "pinned", "confirmed_at")
 
 
 class MessageLookup:

@@ -61,7 +61,7 @@ class TopicMixin(models.Model):
 
 
 class FactStatus(models.TextChoices):
-    PROPOSED = "proposed"  # fewer supporters than CORRECTIONS_MIN_SUPPORTERS: not injected
+    PROPOSED = "proposed"  # a student's statement awaiting staff (or corroboration): not injected
     VERIFIED = "verified"
     DISPUTED = "disputed"  # injected with the other statements, marked as disputed
     SUPERSEDED = "superseded"  # history: valid_to is set
@@ -91,6 +91,8 @@ class Fact(TopicMixin):
     supporter_count = models.PositiveIntegerField(default=0)
     # Set by a dispute: the other statements the tutor is told about.
     disputed_with = models.JSONField(default=list, blank=True)
+    # A dispute's staff note: what the tutor is told about the topic (SPEC §5).
+    staff_note = models.TextField(blank=True)
     # Provenance: who proposed it, which decision made or changed it, why.
     proposed_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"

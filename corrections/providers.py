@@ -268,6 +268,9 @@ class FactsSection(BudgetedSection):
             return f"- {fact['topic']}: {statement}", was_cut
         others = [cut(_one_line(s), item_chars)[0] for s in fact["disputed_with"]]
         listed = " | ".join([statement, *others])
+        note = cut(_one_line(fact.get("staff_note") or ""), item_chars)[0]
+        if note:  # staff's note is what the tutor is told about the topic (SPEC §5)
+            return f"- {fact['topic']}: DISPUTED, staff note: {note}; statements: {listed}", was_cut
         return f"- {fact['topic']}: DISPUTED, statements: {listed}", was_cut
 
     def item(self, fact):
@@ -278,6 +281,7 @@ class FactsSection(BudgetedSection):
             "statement": fact["statement"],
             "status": fact["status"],
             "disputed_with": list(fact["disputed_with"]),
+            "staff_note": fact.get("staff_note", ""),
             "pinned": fact["pinned"],
             "confirmed_at": fact["confirmed_at"].isoformat(),
         }

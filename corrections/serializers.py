@@ -89,6 +89,7 @@ class CaseFactSerializer(serializers.Serializer):
     status = serializers.CharField()
     supporters = serializers.IntegerField(source="supporter_count")
     valid_from = serializers.DateTimeField()
+    staff_note = serializers.CharField()
 
 
 class CaseCorrectionSerializer(serializers.Serializer):
@@ -173,7 +174,26 @@ class ClaimSerializer(serializers.Serializer):
     """A claim carries nothing: the body is an empty JSON object."""
 
 
+STAFF_TEXT_MAX_CHARS = 1000  # corrections.services.cases.STAFF_TEXT_MAX_CHARS
+
+
 class AcceptSerializer(ReasonSerializer):
     proposal = serializers.UUIDField(
         required=False, help_text="The proposal to accept; by default the one with most supporters."
+    )
+    statement = StrictCharField(
+        required=False,
+        min_length=1,
+        max_length=STAFF_TEXT_MAX_CHARS,
+        help_text="Staff's own wording (an edited proposal or the true value): stored as the verified "
+        "fact, or the course rule, with the staff member as its author.",
+    )
+
+
+class DisputeSerializer(ReasonSerializer):
+    note = StrictCharField(
+        required=False,
+        min_length=1,
+        max_length=STAFF_TEXT_MAX_CHARS,
+        help_text="What the tutor is told about the disputed topic, with the statements.",
     )

@@ -7,10 +7,17 @@ Rules:
   or deciding a case someone else holds under a live lease is refused (409);
   so is deciding a decided case. Both are one conditional UPDATE, so two
   staff members deciding at once cannot both win.
-- accept: the chosen proposal (by default the one with most supporters)
-  becomes the verified fact; the active one is superseded (``valid_to``).
-  reject: the fact stays. dispute: the fact is marked disputed and the tutor
-  is told every statement. A process case accepted becomes a course rule.
+- A student's new fact is ``proposed`` with a case of its own topic: no
+  student verifies a course fact by themselves (turn 3). Staff decide, or
+  ``CORRECTIONS_AUTO_VERIFY_SUPPORTERS`` (N >= 2, opt-in) distinct students
+  with the same statement and no conflicting proposal do (``case_corroborate``).
+- accept: the chosen proposal (by default the one with most supporters), or
+  staff's own wording of it (``statement``: an edit or the true value, the
+  staff member its author), becomes the verified fact; the active one is
+  superseded (``valid_to``) -- a proposed active fact accepted as written is
+  verified in place. reject: a verified fact stays, a proposed one is turned
+  down. dispute: the fact is marked disputed and the tutor is told the
+  statements and the staff note. A process case accepted becomes a course rule.
 - Every claim and decision writes its audit row (``case_claimed`` …) in the
   same transaction, and so does every fact status change it causes.
 """
@@ -38,13 +45,17 @@ from corrections.models import (
     ProposalSupporter,
 )
 from corrections.selectors import undecided_case
-from corrections.services.facts import fact_insert, fact_transition
+from corrections.services.facts import fact_decide_proposed, fact_insert, fact_transition
+from corrections.statements import quantities
+from corrections.text import Analysed, text_key
 from tutor import access
 from tutor.audit import audit_record
 from tutor.kernel.errors import Conflict, InvalidInput, PermissionRefused
+from tutor.kernel.redaction import redact
 from tutor.models import AuditEvent, Course
 
 DISPUTED_STATEMENT_CHARS = 500
+STAFF_TEXT_MAX_CHARS = 1000  # staff's wording of a fact, or a dispute note (a statement's size)
 
 
 def lock_course(course_id) -> None:
@@ -104,6 +115,67 @@ def case_propose(
     else:
         Proposal.objects.filter(pk=proposal.pk).update(supporter_count=F("supporter_count") + 1)
     return case, proposal
+
+
+def case_corroborate(*, case: CorrectionCase, fact: Fact, user) -> bool:
+    """The course's opt-in corroboration (SPEC §5): a proposed fact that
+    ``CORRECTIONS_AUTO_VERIFY_SUPPORTERS`` (N >= 2) distinct students stated,
+    in a case with no conflicting proposal, becomes verified and its case
+    accepted, both audited with the student whose support completed it.
+    Off (0) by default: staff decide. Runs inside the correction's transaction."""
+    needed = setting("CORRECTIONS_AUTO_VERIFY_SUPPORTERS")
+    if needed < 2 or fact.status != FactStatus.PROPOSED or fact.supporter_count < needed:
+        return False
+    if case.proposals.exclude(statement_key=fact.statement_key).exists():
+        return False  # students disagree: a person decides
+    reason = f"{fact.supporter_count} distinct students agreed (CORRECTIONS_AUTO_VERIFY_SUPPORTERS={needed})"
+    now = timezone.now()
+    closed = CorrectionCase.objects.filter(
+        pk=case.pk, status__in=[CaseStatus.OPEN, CaseStatus.CLAIMED]
+    ).update(status=CaseStatus.ACCEPTED, decided_at=now, reason=reason, result_fact=fact)
+    if closed != 1:
+        return False
+    fact_transition(
+        fact=fact,
+        from_states=[FactStatus.PROPOSED],
+        to_state=FactStatus.VERIFIED,
+        actor=user,
+        reason=reason,
+        extra={"case": str(case.pk), "corroborated": True},
+        confirmed_at=now,
+        decision_reason=reason,
+    )
+    case.refresh_from_db()
+    audit_record(
+        actor=user,
+        event=AuditEvent.Event.CASE_ACCEPTED,
+        target=case,
+        course=case.course_id,
+        from_state=CaseStatus.OPEN,
+        to_state=CaseStatus.ACCEPTED,
+        reason=reason,
+        extra={"corroborated": True, "supporters": fact.supporter_count},
+    )
+    return True
+
+
+def staff_text(text: str | None, *, field: str) -> str:
+    """Staff's own words for the tutor (a fact's wording, a dispute note),
+    redacted like every text that reaches a model; too long → 400."""
+    text = " ".join((text or "").split())
+    if len(text) > STAFF_TEXT_MAX_CHARS:
+        raise InvalidInput(f"at most {STAFF_TEXT_MAX_CHARS} characters", field=field)
+    return redact(text).text if text else ""
+
+
+def statement_key_of(text: str) -> tuple[str, str]:
+    """(statement key, unit) of staff's wording, by the detector's rule for
+    "the same statement": its number, or its normalised text."""
+    found = quantities(Analysed(text))
+    if found:
+        quantity = found[0][0]
+        return f"n:{quantity.number_text}", quantity.unit
+    return f"t:{text_key(text)}", ""
 
 
 # --- claims and decisions ------------------------------------------------------------------
@@ -202,9 +274,14 @@ def _chosen(case: CorrectionCase, proposal_id) -> Proposal:
 
 
 @transaction.atomic(durable=True)
-def case_accept(*, case: CorrectionCase, staff, reason: str, proposal_id=None) -> CorrectionCase:
-    """Accept a proposal: a fact case's statement becomes the verified fact
-    (the active one superseded); a process case's becomes a course rule."""
+def case_accept(
+    *, case: CorrectionCase, staff, reason: str, proposal_id=None, statement: str | None = None
+) -> CorrectionCase:
+    """Accept a proposal, as written or in staff's ``statement``: a fact
+    case's becomes the verified fact (the active one superseded, or verified
+    in place when it is the proposal as written); a process case's becomes a
+    course rule."""
+    wording = staff_text(statement, field="statement")
     proposal = _chosen(case, proposal_id)
     _decide(
         case=case,
@@ -212,15 +289,20 @@ def case_accept(*, case: CorrectionCase, staff, reason: str, proposal_id=None) -
         to_state=CaseStatus.ACCEPTED,
         reason=reason,
         event=AuditEvent.Event.CASE_ACCEPTED,
-        extra={"proposal": str(proposal.pk), "statement": proposal.statement[:500]},
+        extra={
+            "proposal": str(proposal.pk),
+            "statement": proposal.statement[:500],
+            "staff_statement": wording[:500] or None,
+        },
     )
     if case.kind == CaseKind.PROCESS:
-        same = ProcessRule.objects.filter(course_id=case.course_id, statement_key=proposal.statement_key)
+        key = statement_key_of(wording)[0] if wording else proposal.statement_key
+        same = ProcessRule.objects.filter(course_id=case.course_id, statement_key=key)
         if not same.exists():
             ProcessRule.objects.create(
                 course_id=case.course_id,
-                statement=proposal.statement,
-                statement_key=proposal.statement_key,
+                statement=wording or proposal.statement,
+                statement_key=key,
                 case=case,
                 approved_by=staff,
                 reason=case.reason,
@@ -230,6 +312,15 @@ def case_accept(*, case: CorrectionCase, staff, reason: str, proposal_id=None) -
     old = None
     if case.active_fact_id is not None:
         old = Fact.objects.filter(pk=case.active_fact_id, status__in=CURRENT_FACT_STATUSES).first()
+    as_written = not wording and old is not None and old.statement_key == proposal.statement_key
+    if as_written and old.status == FactStatus.PROPOSED:
+        # The student's proposal as written: the same fact, now verified by a person.
+        fact_decide_proposed(
+            fact=old, staff=staff, reason=case.reason, to_state=FactStatus.VERIFIED, case=case
+        )
+        CorrectionCase.objects.filter(pk=case.pk).update(result_fact=old)
+        case.refresh_from_db()
+        return case
     if old is not None:
         fact_transition(
             fact=old,
@@ -237,24 +328,31 @@ def case_accept(*, case: CorrectionCase, staff, reason: str, proposal_id=None) -
             to_state=FactStatus.SUPERSEDED,
             actor=staff,
             reason=case.reason,
-            extra={"case": str(case.pk), "superseded_by_statement": proposal.statement[:500]},
+            extra={"case": str(case.pk), "superseded_by_statement": (wording or proposal.statement)[:500]},
             valid_to=now,
         )
     supporters = list(ProposalSupporter.objects.filter(proposal=proposal).order_by("created_at", "id"))
+    if wording:
+        key, unit = statement_key_of(wording)
+        author = staff  # staff's own words: the staff member is the fact's author
+    else:
+        key, unit = proposal.statement_key, proposal.statement_unit
+        author = supporters[0].user if supporters else None
     new = fact_insert(
         course=case.course,
         tokens=case.topic_tokens,
-        statement=proposal.statement,
-        statement_key=proposal.statement_key,
-        statement_unit=proposal.statement_unit,
+        statement=wording or proposal.statement,
+        statement_key=key,
+        statement_unit=unit,
         status=FactStatus.VERIFIED,
         actor=staff,
         now=now,
-        proposed_by=supporters[0].user if supporters else None,
+        proposed_by=author,
         case=case,
         decided_by=staff,
         reason=case.reason,
         supersedes=old,
+        staff_wording=bool(wording),
     )
     FactSupporter.objects.bulk_create(
         FactSupporter(fact=new, user_id=s.user_id, correction_id=s.correction_id) for s in supporters
@@ -267,8 +365,8 @@ def case_accept(*, case: CorrectionCase, staff, reason: str, proposal_id=None) -
 
 @transaction.atomic(durable=True)
 def case_reject(*, case: CorrectionCase, staff, reason: str) -> CorrectionCase:
-    """Keep the active fact (or, for a process case, no rule); the staff
-    decision counts as a confirmation of the fact."""
+    """Turn the proposals down. A verified active fact stays (the decision
+    counts as its confirmation); a proposed one is turned down with them."""
     _decide(
         case=case,
         staff=staff,
@@ -277,30 +375,42 @@ def case_reject(*, case: CorrectionCase, staff, reason: str) -> CorrectionCase:
         event=AuditEvent.Event.CASE_REJECTED,
         extra={},
     )
-    if case.active_fact_id is not None:
-        Fact.objects.filter(pk=case.active_fact_id, status__in=CURRENT_FACT_STATUSES).update(
-            confirmed_at=timezone.now()
+    if case.active_fact_id is None:
+        return case
+    fact = Fact.objects.filter(pk=case.active_fact_id, status__in=CURRENT_FACT_STATUSES).first()
+    if fact is not None and fact.status == FactStatus.PROPOSED:
+        fact_decide_proposed(
+            fact=fact, staff=staff, reason=case.reason, to_state=FactStatus.SUPERSEDED, case=case
         )
+    elif fact is not None:
+        Fact.objects.filter(pk=fact.pk).update(confirmed_at=timezone.now())
         corrections_changed(case.course_id)
     return case
 
 
 @transaction.atomic(durable=True)
-def case_dispute(*, case: CorrectionCase, staff, reason: str) -> CorrectionCase:
-    """Mark the topic disputed: the active fact is injected with every
-    proposed statement, and the tutor is told they are disputed."""
+def case_dispute(*, case: CorrectionCase, staff, reason: str, note: str | None = None) -> CorrectionCase:
+    """Mark the topic disputed: the active fact is injected with the other
+    proposed statements, marked disputed, and with staff's ``note`` -- what
+    the tutor is told about the topic (SPEC §5)."""
     if case.kind == CaseKind.PROCESS:
         raise Conflict("a process correction is accepted or rejected; it cannot be disputed")
-    statements = [p.statement[:DISPUTED_STATEMENT_CHARS] for p in case.proposals.order_by("created_at", "id")]
+    note = staff_text(note, field="note")
+    fact = Fact.objects.filter(pk=case.active_fact_id, status__in=CURRENT_FACT_STATUSES).first()
+    own_key = fact.statement_key if fact is not None else None
+    statements = [
+        p.statement[:DISPUTED_STATEMENT_CHARS]
+        for p in case.proposals.order_by("created_at", "id")
+        if p.statement_key != own_key
+    ]
     _decide(
         case=case,
         staff=staff,
         to_state=CaseStatus.DISPUTED,
         reason=reason,
         event=AuditEvent.Event.CASE_DISPUTED,
-        extra={"statements": statements},
+        extra={"statements": statements, "note": note or None},
     )
-    fact = Fact.objects.filter(pk=case.active_fact_id, status__in=CURRENT_FACT_STATUSES).first()
     if fact is not None:
         fact_transition(
             fact=fact,
@@ -308,9 +418,12 @@ def case_dispute(*, case: CorrectionCase, staff, reason: str) -> CorrectionCase:
             to_state=FactStatus.DISPUTED,
             actor=staff,
             reason=case.reason,
-            extra={"case": str(case.pk), "disputed_with": statements},
+            extra={"case": str(case.pk), "disputed_with": statements, "note": note or None},
             disputed_with=statements,
+            staff_note=note,
             confirmed_at=timezone.now(),
             case=case,
+            decided_by=staff,
+            decision_reason=case.reason,
         )
     return case

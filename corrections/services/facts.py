@@ -1,10 +1,11 @@
 """System facts: creation, support and status changes (SPEC §5, §8).
 
 Rules: every status change is a conditional UPDATE from the state it leaves
-and writes a ``fact_changed`` audit row in the same transaction; a fact is
-``proposed`` until ``CORRECTIONS_MIN_SUPPORTERS`` distinct users stated it
-(seed 002: one, the default), then ``verified``. Supporters are distinct
-users: the same user saying it again neither counts nor renews the TTL.
+and writes a ``fact_changed`` audit row in the same transaction. A student's
+fact is ``proposed`` until a person decides it (turn 3; seed 002 必须验证):
+staff through its case (``corrections.services.cases``), or the course's
+opt-in corroboration rule. Supporters are distinct users: the same user
+saying it again neither counts nor renews the TTL.
 """
 
 from __future__ import annotations
@@ -15,9 +16,16 @@ from django.db import IntegrityError, transaction
 from django.db.models import F
 from django.utils import timezone
 
-from corrections.conf import setting
 from corrections.course_snapshot import corrections_changed
-from corrections.models import INJECTED_FACT_STATUSES, Fact, FactStatus, FactSupporter
+from corrections.models import (
+    INJECTED_FACT_STATUSES,
+    UNDECIDED_CASE_STATUSES,
+    CaseKind,
+    CorrectionCase,
+    Fact,
+    FactStatus,
+    FactSupporter,
+)
 from corrections.services.relevance import facts_index
 from corrections.text import topic_key
 from tutor import access
@@ -41,9 +49,11 @@ def fact_insert(
     decided_by=None,
     reason: str = "",
     supersedes: Fact | None = None,
+    staff_wording: bool = False,
 ) -> Fact:
     """A new current fact with its topic tokens and its place in the
-    relevance index (``facts_index``), audited as created."""
+    relevance index (``facts_index``), audited as created (``staff_wording``:
+    a staff member wrote its statement)."""
     fact = Fact.objects.create(
         course=course,
         topic=" ".join(tokens),
@@ -75,6 +85,7 @@ def fact_insert(
             "statement": statement[:500],
             "case": str(case.pk) if case else None,
             "supersedes": str(supersedes.pk) if supersedes else None,
+            "staff_wording": staff_wording,
         },
     )
     return fact
@@ -105,8 +116,8 @@ def fact_transition(
 
 
 def fact_support(*, fact: Fact, user, correction, now: datetime) -> bool:
-    """Add ``user`` as a supporter; True when they were not one yet. A
-    proposed fact that reaches ``CORRECTIONS_MIN_SUPPORTERS`` becomes verified."""
+    """Add ``user`` as a supporter; True when they were not one yet. Support
+    never verifies a fact by itself (corroboration is ``case_corroborate``)."""
     try:
         with transaction.atomic():
             FactSupporter.objects.create(fact=fact, user=user, correction=correction)
@@ -116,14 +127,6 @@ def fact_support(*, fact: Fact, user, correction, now: datetime) -> bool:
     fact.refresh_from_db(fields=["supporter_count", "confirmed_at", "status"])
     if fact.status in INJECTED_FACT_STATUSES:  # a proposed fact's confirmation changes no context
         corrections_changed(fact.course_id)
-    if fact.status == FactStatus.PROPOSED and fact.supporter_count >= setting("CORRECTIONS_MIN_SUPPORTERS"):
-        fact_transition(
-            fact=fact,
-            from_states=[FactStatus.PROPOSED],
-            to_state=FactStatus.VERIFIED,
-            actor=user,
-            reason=f"{fact.supporter_count} distinct supporters (CORRECTIONS_MIN_SUPPORTERS)",
-        )
     return True
 
 
@@ -150,11 +153,14 @@ def fact_set_pinned(*, fact: Fact, staff, pinned: bool, reason: str = "") -> Fac
     return fact
 
 
-def _decide_proposed(*, fact: Fact, staff, reason: str, to_state: str, stamped: str) -> Fact:
-    """Move a proposed fact to ``to_state`` with ``stamped`` (a time field) set to now."""
+def fact_decide_proposed(*, fact: Fact, staff, reason: str, to_state: str, **fields) -> Fact:
+    """Move a proposed fact to ``to_state`` on a staff decision (verified:
+    confirmed now; superseded: ``valid_to`` now). Runs inside the decision's
+    transaction (``corrections.services.cases``)."""
     if not access.is_course_staff(staff, fact.course_id):
         raise PermissionRefused("only staff of this fact's course may decide it")
     now = timezone.now()
+    stamp = {"confirmed_at": now} if to_state == FactStatus.VERIFIED else {"valid_to": now}
     moved = fact_transition(
         fact=fact,
         from_states=[FactStatus.PROPOSED],
@@ -163,26 +169,37 @@ def _decide_proposed(*, fact: Fact, staff, reason: str, to_state: str, stamped: 
         reason=reason,
         decided_by=staff,
         decision_reason=reason,
-        **{stamped: now},
+        **stamp,
+        **fields,
     )
     if not moved:
         raise Conflict("this fact is no longer proposed; reload the queue")
     return fact
 
 
+def _without_open_case(fact: Fact) -> None:
+    """A proposed fact with an undecided case is decided in the case, where
+    staff see every statement on its topic (one road from proposed to verified)."""
+    if CorrectionCase.objects.filter(
+        course_id=fact.course_id,
+        kind=CaseKind.FACT,
+        topic_key=fact.topic_key,
+        status__in=UNDECIDED_CASE_STATUSES,
+    ).exists():
+        raise Conflict("this fact has an open review case on its topic; decide it there")
+
+
 @transaction.atomic(durable=True)
 def fact_verify(*, fact: Fact, staff, reason: str) -> Fact:
-    """Course staff confirm a proposed fact (proposed → verified, SPEC §5, §8):
-    the tutor injects it from the next turn on. Audited as ``fact_changed``."""
-    return _decide_proposed(
-        fact=fact, staff=staff, reason=reason, to_state=FactStatus.VERIFIED, stamped="confirmed_at"
-    )
+    """Course staff confirm a proposed fact that has no open case (proposed →
+    verified, SPEC §5, §8): the tutor injects it from the next turn on."""
+    _without_open_case(fact)
+    return fact_decide_proposed(fact=fact, staff=staff, reason=reason, to_state=FactStatus.VERIFIED)
 
 
 @transaction.atomic(durable=True)
 def fact_reject(*, fact: Fact, staff, reason: str) -> Fact:
-    """Course staff turn a proposed fact down: it becomes history
-    (``superseded``, ``valid_to`` now) and is never injected."""
-    return _decide_proposed(
-        fact=fact, staff=staff, reason=reason, to_state=FactStatus.SUPERSEDED, stamped="valid_to"
-    )
+    """Course staff turn down a proposed fact that has no open case: it
+    becomes history (``superseded``, ``valid_to`` now) and is never injected."""
+    _without_open_case(fact)
+    return fact_decide_proposed(fact=fact, staff=staff, reason=reason, to_state=FactStatus.SUPERSEDED)

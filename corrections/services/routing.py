@@ -4,8 +4,9 @@
 |------------------------|--------------------------------------------------------------------|
 | factual, c < 0.7       | session memory                                                     |
 | factual, 0.7 ≤ c < 0.85| user memory                                                        |
-| factual, c ≥ 0.85      | system fact: new, or a supporter of the same statement; conflicting:|
-|                        | a review case, and user memory meanwhile                           |
+| factual, c ≥ 0.85      | a *proposed* system fact and the review case of its topic (new, or |
+|                        | the open one; the same statement adds a supporter); user memory    |
+|                        | meanwhile; staff acceptance (or opt-in corroboration) verifies it  |
 | preference             | user memory                                                        |
 | process                | user memory; c ≥ 0.8 also a review case (accepted: a course rule)  |
 | negative               | session memory, expiring after CORRECTIONS_NEGATIVE_TTL_SECONDS    |
@@ -25,9 +26,18 @@ from django.utils import timezone
 
 from corrections.conf import setting
 from corrections.detection import Detection
-from corrections.models import CaseKind, Correction, CorrectionType, FactStatus, MemoryTier, ProcessRule, Tier
+from corrections.models import (
+    CaseKind,
+    Correction,
+    CorrectionType,
+    Fact,
+    FactStatus,
+    MemoryTier,
+    ProcessRule,
+    Tier,
+)
 from corrections.selectors import fact_on_topic
-from corrections.services.cases import case_propose, lock_course
+from corrections.services.cases import case_corroborate, case_propose, lock_course
 from corrections.services.facts import fact_insert, fact_support
 from corrections.services.memory import memory_remember
 
@@ -102,49 +112,58 @@ def _same_statement(fact, detection: Detection) -> bool:
 
 
 def _route_system(routed: Routed, correction: Correction, detection: Detection) -> None:
+    """A course fact passes a person (turn 3): a new statement is a proposed
+    fact with a case for its topic, the same statement one more supporter, a
+    different one a proposal in the topic's case. Until a decision the
+    author's user memory carries it; no classmate sees a proposed fact."""
     lock_course(correction.course_id)
     now = timezone.now()
     tokens = list(detection.topic)
     unit = detection.quantity.unit if detection.quantity else ""
     fact = fact_on_topic(course_id=correction.course_id, tokens=tokens)
     if fact is None:
-        enough = setting("CORRECTIONS_MIN_SUPPORTERS") <= 1
         fact = fact_insert(
             course=correction.course,
             tokens=tokens,
             statement=detection.corrected_statement,
             statement_key=detection.statement_key,
             statement_unit=unit,
-            status=FactStatus.VERIFIED if enough else FactStatus.PROPOSED,
+            status=FactStatus.PROPOSED,
             actor=correction.user,
             now=now,
             proposed_by=correction.user,
             reason=f"correction {correction.pk}, confidence {detection.confidence:.2f}",
         )
+    elif _same_statement(fact, detection) and fact.status != FactStatus.PROPOSED:
+        # The course's decided fact, said again: a confirmation, nothing to decide.
         fact_support(fact=fact, user=correction.user, correction=correction, now=now)
         routed.fact = fact
         routed.tiers.append(Tier.SYSTEM)
         return
-    if _same_statement(fact, detection):
+    same = _same_statement(fact, detection)
+    if same:
         fact_support(fact=fact, user=correction.user, correction=correction, now=now)
-        routed.fact = fact
-        routed.tiers.append(Tier.SYSTEM)
-        return
-    # A conflict never overwrites the fact (seed 002 §4.4): staff decide, and
-    # meanwhile the student's own context carries their correction.
+    # A conflict never overwrites the fact (seed 002 §4.4), and a proposal
+    # waits for staff: both join the one undecided case of the topic.
     routed.case, routed.proposal = case_propose(
         course=correction.course,
         kind=CaseKind.FACT,
         tokens=list(fact.topic_tokens),
         key=fact.topic_key,
         active_fact=fact,
-        statement=detection.corrected_statement,
-        statement_key=detection.statement_key,
-        statement_unit=unit,
+        statement=fact.statement if same else detection.corrected_statement,
+        statement_key=fact.statement_key if same else detection.statement_key,
+        statement_unit=fact.statement_unit if same else unit,
         user=correction.user,
         correction=correction,
     )
     routed.fact = fact
+    if fact.status == FactStatus.PROPOSED:
+        routed.tiers.append(Tier.SYSTEM)
+        if fact.case_id is None:
+            Fact.objects.filter(pk=fact.pk).update(case=routed.case)
+        if same and case_corroborate(case=routed.case, fact=fact, user=correction.user):
+            return  # the course's corroboration rule verified it: the class sees it now
     _remember(routed, correction, detection, MemoryTier.USER)
     routed.tiers.append(Tier.CASE)
 
