@@ -63,3 +63,17 @@ def chat_for(task, fake_llm, django_capture_on_commit_callbacks):
 @pytest.fixture
 def third_student(course):
     return enroll(course, "carol")
+
+
+@pytest.fixture
+def staff_accepts(staff):
+    """``staff_accepts()``: course staff accept every open fact case as
+    written -- the one road from a student's proposal to the class (turn 3)."""
+    from corrections.models import UNDECIDED_CASE_STATUSES, CaseKind, CorrectionCase
+    from corrections.services.cases import case_accept
+
+    def accept() -> None:
+        for case in CorrectionCase.objects.filter(kind=CaseKind.FACT, status__in=UNDECIDED_CASE_STATUSES):
+            case_accept(case=case, staff=staff, reason="checked against the course material")
+
+    return accept

@@ -21,14 +21,15 @@ CHANGELIST = "admin:corrections_correctioncase_changelist"
 
 
 @pytest.fixture
-def open_case(task, student, other_student, chat_for) -> CorrectionCase:
+def open_case(task, student, other_student, chat_for, staff_accepts) -> CorrectionCase:
     first = chat_for(student)
     first.send(RAINFALL_QUESTION, reply=RAINFALL_500)
     first.send("不对，北京年均降雨量是 630mm 左右")
+    staff_accepts()  # the 630 mm proposal verified by staff
     second = chat_for(other_student)
     second.send(RAINFALL_QUESTION, reply=RAINFALL_630)
     second.send("实际上北京年均降雨量是 580mm")
-    return CorrectionCase.objects.get()
+    return CorrectionCase.objects.get(status=CaseStatus.OPEN)
 
 
 def logged_in(user) -> Client:
@@ -74,7 +75,7 @@ def test_the_queue_opens_on_undecided_cases_and_filters(open_case, admin_client,
     case_reject(case=open_case, staff=staff, reason="keep")
     assert admin_client.get(reverse(CHANGELIST)).context["cl"].result_count == 0
     decided = admin_client.get(reverse(CHANGELIST), {"decision": "decided"})
-    assert list(decided.context["cl"].result_list) == [open_case]
+    assert open_case in list(decided.context["cl"].result_list)
     assert (
         admin_client.get(reverse(CHANGELIST), {"decision": "all", "kind": "process"})
         .context["cl"]
@@ -97,7 +98,9 @@ def test_accept_action_calls_the_service_and_says_so(open_case, admin_client):
     open_case.refresh_from_db()
     assert open_case.status == CaseStatus.ACCEPTED and open_case.reason == "bureau data"
     assert Fact.objects.get(status=FactStatus.VERIFIED).statement == "北京年均降雨量是 580mm"
-    assert AuditEvent.objects.get(event="case_accepted").actor.username == "admin"
+    assert (
+        AuditEvent.objects.get(event="case_accepted", target_id=str(open_case.pk)).actor.username == "admin"
+    )
 
 
 @pytest.mark.django_db
@@ -106,7 +109,7 @@ def test_a_decision_without_a_reason_is_refused_with_a_message(open_case, admin_
     response = act(admin_client, action, open_case)
 
     assert shown(response) == ["Give a reason for the decision (the field next to the action)."]
-    assert CorrectionCase.objects.get().status == CaseStatus.OPEN
+    assert CorrectionCase.objects.get(pk=open_case.pk).status == CaseStatus.OPEN
 
 
 @pytest.mark.django_db
@@ -131,7 +134,7 @@ def test_course_staff_claim_and_decide_in_admin_and_a_claim_holds(open_case, sta
     refused = act(colleague, "accept_cases", open_case, reason="mine")
     assert shown(refused)[0].startswith("Not accepted: ") and "claimed by teacher until" in shown(refused)[0]
     assert shown(act(teacher, "reject_cases", open_case, reason="fact stands")) == ["Rejected 1 item(s)."]
-    events = AuditEvent.objects.filter(event__startswith="case_").order_by("id")
+    events = AuditEvent.objects.filter(event__startswith="case_", target_id=str(open_case.pk)).order_by("id")
     assert [(e.event, e.actor_label) for e in events] == [
         ("case_claimed", "teacher"),
         ("case_rejected", "teacher"),
@@ -150,7 +153,7 @@ def test_staff_of_another_course_do_not_see_the_case(open_case):
     change = client.get(reverse("admin:corrections_correctioncase_change", args=[open_case.pk]))
     assert change.status_code == 302  # admin's "does not exist": the row is outside their courses
     act(client, "accept_cases", open_case, reason="not mine")
-    assert CorrectionCase.objects.get().status == CaseStatus.OPEN
+    assert CorrectionCase.objects.get(pk=open_case.pk).status == CaseStatus.OPEN
     facts = client.get(reverse("admin:corrections_fact_changelist"))
     assert list(facts.context["cl"].result_list) == []
 
@@ -180,7 +183,8 @@ def test_the_case_and_fact_pages_show_their_whole_history(open_case, admin_clien
         "580mm",
     ):
         assert piece in fact_page, piece
-    assert "– → verified" in fact_page  # created: who proposed it
+    assert "– → proposed" in fact_page  # created: who proposed it
+    assert "proposed → verified" in fact_page  # and the staff member who accepted it
 
 
 @pytest.mark.django_db
@@ -202,7 +206,7 @@ def test_records_are_read_only_in_admin(open_case, admin_client):
     url = reverse("admin:corrections_correctioncase_change", args=[open_case.pk])
     assert admin_client.post(url, {"status": "accepted"}).status_code == 403
     assert admin_client.get(reverse("admin:corrections_correctioncase_add")).status_code == 403
-    assert CorrectionCase.objects.get().status == CaseStatus.OPEN
+    assert CorrectionCase.objects.get(pk=open_case.pk).status == CaseStatus.OPEN
 
 
 def make_cases(course, n: int) -> None:

@@ -15,17 +15,18 @@ from tutor.models import AuditEvent, Enrollment
 
 
 @pytest.fixture
-def open_case(task, student, other_student, third_student, chat_for) -> CorrectionCase:
+def open_case(task, student, other_student, third_student, chat_for, staff_accepts) -> CorrectionCase:
     """A verified 630 mm fact and a case with two proposals: 580 mm (two
     supporters) and 600 mm (one)."""
     first = chat_for(student)
     first.send(RAINFALL_QUESTION, reply=RAINFALL_500)
     first.send("不对，北京年均降雨量是 630mm 左右")
+    staff_accepts()  # the 630 mm proposal verified by staff
     for user, value in ((other_student, 580), (third_student, 580), (enroll(task.course, "erin"), 600)):
         chat = chat_for(user)
         chat.send(RAINFALL_QUESTION, reply=RAINFALL_630)
         chat.send(f"实际上北京年均降雨量是 {value}mm")
-    return CorrectionCase.objects.get()
+    return CorrectionCase.objects.get(status=CaseStatus.OPEN)
 
 
 @pytest.fixture
@@ -134,7 +135,7 @@ def test_a_claim_holds_the_case_against_other_staff(open_case, staff_client, sec
         refused = second_staff.post(f"/api/correction-cases/{open_case.pk}/{verb}/", {"reason": "mine"})
         assert refused.status_code == 409, verb
         assert "claimed by teacher until" in refused.json()["errors"][0]["detail"]
-    assert CorrectionCase.objects.get().status == CaseStatus.CLAIMED
+    assert CorrectionCase.objects.get(pk=open_case.pk).status == CaseStatus.CLAIMED
     # The holder decides.
     assert (
         staff_client.post(f"/api/correction-cases/{open_case.pk}/accept/", {"reason": "ok"}).status_code
@@ -146,7 +147,7 @@ def test_a_claim_holds_the_case_against_other_staff(open_case, staff_client, sec
 @pytest.mark.django_db
 def test_an_expired_lease_lets_anyone_claim_or_decide(open_case, staff_client, second_staff):
     staff_client.post(f"/api/correction-cases/{open_case.pk}/claim/")
-    CorrectionCase.objects.update(claimed_until=timezone.now() - timedelta(seconds=1))
+    CorrectionCase.objects.filter(pk=open_case.pk).update(claimed_until=timezone.now() - timedelta(seconds=1))
 
     listed = second_staff.get(f"/api/correction-cases/{open_case.pk}/").json()
     assert (listed["status"], listed["claimed_by"]) == ("open", None)
@@ -161,7 +162,7 @@ def test_the_lease_lasts_the_configured_time(open_case, staff_client, settings):
     before = timezone.now()
     staff_client.post(f"/api/correction-cases/{open_case.pk}/claim/")
 
-    until = CorrectionCase.objects.get().claimed_until
+    until = CorrectionCase.objects.get(pk=open_case.pk).claimed_until
     assert before + timedelta(seconds=600) <= until <= timezone.now() + timedelta(seconds=600)
 
 
@@ -177,7 +178,7 @@ def test_deciding_a_decided_case_is_409(open_case, staff_client, second_staff):
             assert response.status_code == 409, verb
             assert "already decided: accepted by teacher" in response.json()["errors"][0]["detail"]
     assert Fact.objects.filter(status=FactStatus.VERIFIED).count() == 1
-    assert AuditEvent.objects.filter(event="case_accepted").count() == 1
+    assert AuditEvent.objects.filter(event="case_accepted", target_id=str(open_case.pk)).count() == 1
 
 
 @pytest.mark.django_db
@@ -191,7 +192,7 @@ def test_two_staff_deciding_at_once_only_one_wins(open_case, staff, course):
     case_reject(case=open_case, staff=staff, reason="first")
     with pytest.raises(Conflict):
         case_accept(case=stale_copy, staff=other, reason="second")
-    assert CorrectionCase.objects.get().status == CaseStatus.REJECTED
+    assert CorrectionCase.objects.get(pk=open_case.pk).status == CaseStatus.REJECTED
 
 
 @pytest.mark.django_db
@@ -212,8 +213,8 @@ def test_bad_decisions_are_400_on_the_field_and_change_nothing(open_case, staff_
 
     assert response.status_code == 400, response.content
     assert response.json()["errors"][0]["attr"] == field
-    assert CorrectionCase.objects.get().status == CaseStatus.OPEN
-    assert not AuditEvent.objects.filter(event__startswith="case_").exists()
+    assert CorrectionCase.objects.get(pk=open_case.pk).status == CaseStatus.OPEN
+    assert not AuditEvent.objects.filter(event__startswith="case_", target_id=str(open_case.pk)).exists()
 
 
 @pytest.mark.django_db
@@ -232,7 +233,7 @@ def test_staff_of_another_course_do_not_see_the_case(open_case):
     assert elsewhere.get("/api/correction-cases/").json()["results"] == []
     assert elsewhere.get(f"/api/correction-cases/{open_case.pk}/").status_code == 404
     assert elsewhere.post(f"/api/correction-cases/{open_case.pk}/accept/", {"reason": "x"}).status_code == 404
-    assert CorrectionCase.objects.get().status == CaseStatus.OPEN
+    assert CorrectionCase.objects.get(pk=open_case.pk).status == CaseStatus.OPEN
 
 
 @pytest.mark.django_db
@@ -247,7 +248,8 @@ def test_anonymous_is_401_and_a_malformed_id_is_404(open_case, staff_client):
 def test_the_list_filters_by_status_and_keeps_a_constant_query_count(
     open_case, staff_client, django_assert_num_queries
 ):
-    assert staff_client.get("/api/correction-cases/", {"status": "accepted"}).json()["results"] == []
+    accepted = staff_client.get("/api/correction-cases/", {"status": "accepted"}).json()["results"]
+    assert [c["status"] for c in accepted] == ["accepted"]  # the 630 mm proposal staff accepted
     assert len(staff_client.get("/api/correction-cases/", {"status": "open"}).json()["results"]) == 1
     assert staff_client.get("/api/correction-cases/", {"status": "nonsense"}).status_code == 400
     # token, the staff check, count, cases, proposals, supporters with users and words

@@ -126,7 +126,7 @@ def assert_the_rules_decided(student) -> None:
         rules.corrected_statement,
         rules.statement_key,
     )
-    assert (correction.classifier, correction.tiers) == ("rules_fallback", ["system"])
+    assert (correction.classifier, correction.tiers) == ("rules_fallback", ["system", "user", "case"])
     assert Fact.objects.get().statement == "北京年均降雨量是 630mm 左右"
 
 

@@ -81,7 +81,7 @@ def test_a_detection_the_broker_refused_is_kept_and_sent_by_the_sweep(student, c
 
     assert not PendingDetection.objects.exists()  # the task ran, and took its row
     correction = Correction.objects.get()
-    assert (correction.message_id, correction.tiers) == (message.pk, ["system"])
+    assert (correction.message_id, correction.tiers) == (message.pk, ["system", "user", "case"])
     assert Fact.objects.get().statement == "北京年均降雨量是 630mm 左右"
     assert broker.published[-1] == (str(message.pk), message.correlation_id)
 

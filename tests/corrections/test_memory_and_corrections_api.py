@@ -30,15 +30,17 @@ def test_memory_lists_every_tier_that_concerns_the_caller(remembered, student_cl
 
     assert response.status_code == 200
     items = response.json()["results"]
+    # The factual correction: the author's user memory and, read-only, the proposed fact.
     assert [(i["tier"], i["kind"]) for i in items] == [
+        ("user", "fact"),
         ("system", "fact"),
         ("session", "negative"),
         ("user", "preference"),
     ]
     assert all(set(i) == {"id", "tier", "kind", "content", "created_at", "expires_at"} for i in items)
-    assert items[0]["content"] == "北京年均降雨量是 630mm 左右"
-    assert items[1]["expires_at"] is not None and items[2]["expires_at"] is None
-    assert response.json()["count"] == 3
+    assert items[0]["content"] == items[1]["content"] == "北京年均降雨量是 630mm 左右"
+    assert items[2]["expires_at"] is not None and items[3]["expires_at"] is None
+    assert response.json()["count"] == 4
 
 
 @pytest.mark.django_db
@@ -100,11 +102,11 @@ def test_corrections_list_shows_own_corrections_and_where_they_went(
         "created_at",
     }
     assert (factual["tiers"], factual["confidence"], factual["topic"]) == (
-        ["system"],
+        ["system", "user", "case"],
         0.9,
         "北京 年均 降雨量",
     )
-    assert factual["message"] is not None and factual["case"] is None
+    assert factual["message"] is not None and factual["case"] is not None  # the proposal waits for staff
     assert client_for(other_student).get("/api/corrections/").json()["results"] == []
     assert len(student_client.get("/api/corrections/", {"type": "preference"}).json()["results"]) == 1
     assert student_client.get("/api/corrections/", {"type": "nonsense"}).status_code == 400
@@ -135,7 +137,7 @@ def test_explicit_detection_with_a_session_refers_to_its_assistant_message(stude
     assert correction["original_statement"] == "北京年均降雨量约为 500mm"
     assert correction["corrected_statement"] == "北京年均降雨量约为 630mm"
     assert (correction["tiers"], correction["message"], correction["session"]) == (
-        ["system"],
+        ["system", "user", "case"],
         None,
         chat.session_id,
     )

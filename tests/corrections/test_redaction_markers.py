@@ -79,7 +79,7 @@ def test_a_number_correction_with_an_address_becomes_a_fact_with_the_marker_whol
         "/api/corrections/", {"content": "不对，截止日期是 6 号，发到 a.b@example.com"}, format="json"
     )
 
-    assert response.json()["correction"]["tiers"] == ["system"]
+    assert response.json()["correction"]["tiers"] == ["system", "user", "case"]
     assert Fact.objects.get().statement == "截止日期是 6 号，发到 [REDACTED:email]"
     assert_markers_whole_and_not_topics()
 

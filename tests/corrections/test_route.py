@@ -15,7 +15,6 @@ from corrections.models import (
     Correction,
     CorrectionCase,
     Fact,
-    FactStatus,
     FactSupporter,
     MemoryItem,
     MemoryToken,
@@ -101,23 +100,27 @@ def test_factual_from_0_7_below_0_85_goes_to_user_memory(lang, student, chat_for
 
 @pytest.mark.django_db
 @languages
-def test_factual_at_0_85_without_a_fact_becomes_a_verified_system_fact(lang, student, chat_for):
+def test_factual_at_0_85_without_a_fact_becomes_a_proposed_fact_a_case_and_user_memory(
+    lang, student, chat_for
+):
     words = LANGUAGES[lang]
     chat = chat_for(student)
     chat.send(words["question"], reply=words["said"])
     chat.send(words["system"])
 
     correction = correction_of(student)
-    assert (correction.confidence, correction.tiers) == (0.9, ["system"])
+    assert (correction.confidence, correction.tiers) == (0.9, ["system", "user", "case"])
     fact = Fact.objects.get()
-    assert (fact.status, fact.supporter_count, fact.proposed_by_id) == ("verified", 1, student.pk)
+    assert (fact.status, fact.supporter_count, fact.proposed_by_id) == ("proposed", 1, student.pk)
     assert fact.valid_from is not None and fact.valid_to is None
-    assert not MemoryItem.objects.exists()
+    case = CorrectionCase.objects.get()
+    assert (correction.case_id, case.active_fact_id, case.status) == (case.pk, fact.pk, CaseStatus.OPEN)
+    assert MemoryItem.objects.get().user_id == student.pk
     event = AuditEvent.objects.get(event="fact_changed")
     assert (event.actor_id, event.from_state, event.to_state, event.target_id) == (
         student.pk,
         "",
-        "verified",
+        "proposed",
         str(fact.pk),
     )
 
@@ -132,33 +135,54 @@ def test_the_same_statement_adds_a_supporter(lang, student, other_student, chat_
         chat.send(words["system"])
 
     fact = Fact.objects.get()
-    assert fact.supporter_count == 2
+    assert (fact.status, fact.supporter_count) == ("proposed", 2)
     assert set(FactSupporter.objects.values_list("user_id", flat=True)) == {student.pk, other_student.pk}
-    assert correction_of(other_student).tiers == ["system"]
-    assert not CorrectionCase.objects.exists()
+    assert correction_of(other_student).tiers == ["system", "user", "case"]
+    assert CorrectionCase.objects.get().proposals.get().supporter_count == 2  # one case, one statement
 
 
 @pytest.mark.django_db
 @languages
-def test_a_conflicting_statement_opens_a_case_and_user_memory_meanwhile(
-    lang, student, other_student, chat_for
+def test_the_same_statement_as_a_verified_fact_adds_a_supporter_only(
+    lang, student, other_student, chat_for, staff_accepts
 ):
     words = LANGUAGES[lang]
     first = chat_for(student)
     first.send(words["question"], reply=words["said"])
     first.send(words["system"])
+    staff_accepts()
+    second = chat_for(other_student)
+    second.send(words["question"], reply=words["said"])
+    second.send(words["system"])
+
+    fact = Fact.objects.get()
+    assert (fact.status, fact.supporter_count) == ("verified", 2)
+    assert correction_of(other_student).tiers == ["system"]
+    assert not CorrectionCase.objects.filter(status__in=["open", "claimed"]).exists()
+
+
+@pytest.mark.django_db
+@languages
+def test_a_conflicting_statement_opens_a_case_and_user_memory_meanwhile(
+    lang, student, other_student, chat_for, staff_accepts
+):
+    words = LANGUAGES[lang]
+    first = chat_for(student)
+    first.send(words["question"], reply=words["said"])
+    first.send(words["system"])
+    staff_accepts()
     second = chat_for(other_student)
     second.send(words["question"], reply=words["said"])
     second.send(words["conflict"])
 
     fact = Fact.objects.get()
     assert (fact.status, fact.supporter_count) == ("verified", 1)  # never overwritten
-    case = CorrectionCase.objects.get()
-    assert (case.kind, case.status, case.active_fact_id) == (CaseKind.FACT, CaseStatus.OPEN, fact.pk)
+    case = CorrectionCase.objects.get(status=CaseStatus.OPEN)
+    assert (case.kind, case.active_fact_id) == (CaseKind.FACT, fact.pk)
     assert case.proposals.get().statement_key == "n:580"
     correction = correction_of(other_student)
     assert (correction.tiers, correction.case_id) == (["user", "case"], case.pk)
-    assert MemoryItem.objects.get().user_id == other_student.pk
+    assert MemoryItem.objects.filter(user=other_student).count() == 1
 
 
 @pytest.mark.django_db
@@ -320,40 +344,15 @@ def test_a_forgotten_memory_may_be_said_again(student, chat_for):
 
 
 @pytest.mark.django_db
-def test_min_supporters_keeps_a_new_fact_proposed_and_out_of_the_context(
-    student, other_student, third_student, chat_for, settings
-):
-    settings.CORRECTIONS_MIN_SUPPORTERS = 2
-    first = chat_for(student)
-    first.send(RAINFALL_QUESTION, reply=RAINFALL_500)
-    first.send(LANGUAGES["zh"]["system"])
-    fact = Fact.objects.get()
-    assert fact.status == FactStatus.PROPOSED
-    onlooker = chat_for(third_student)
-    onlooker.send(RAINFALL_QUESTION)
-    assert "630mm" not in onlooker.last_system
-
-    second = chat_for(other_student)
-    second.send(RAINFALL_QUESTION, reply=RAINFALL_500)
-    second.send("不对，北京年均降雨量是 630 毫米")  # the same number and unit, other words
-    fact.refresh_from_db()
-    assert (fact.status, fact.supporter_count) == (FactStatus.VERIFIED, 2)
-    assert AuditEvent.objects.filter(
-        event="fact_changed", from_state="proposed", to_state="verified", actor=other_student
-    ).exists()
-    onlooker.send(RAINFALL_QUESTION)
-    assert "630mm" in onlooker.last_system
-
-
-@pytest.mark.django_db
 def test_an_unconfirmed_fact_is_not_injected_after_the_ttl_unless_pinned(
-    student, other_student, chat_for, staff
+    student, other_student, chat_for, staff, staff_accepts
 ):
     from corrections.services.facts import fact_set_pinned
 
     author = chat_for(student)
     author.send(RAINFALL_QUESTION, reply=RAINFALL_500)
     author.send(LANGUAGES["zh"]["system"])
+    staff_accepts()
     Fact.objects.update(confirmed_at=timezone.now() - timedelta(days=31))
     reader = chat_for(other_student)
     reader.send(RAINFALL_QUESTION)

@@ -1,7 +1,8 @@
 """Seed 002's scenario end to end through the HTTP API (SPEC §5, seed 002 §1, §4.4).
 
 The tutor said 500 mm; a student corrects it to 630 mm (a number: 0.9, a
-verified system fact); a second student asking about Beijing's rainfall gets
+proposed system fact in the staff queue, turn 3); a second student asking
+about Beijing's rainfall gets nothing of it until staff accept it, then
 630 mm in the exact model request; a third says 580 mm: one open case, the
 fact unchanged, the third student's own context carries their correction;
 staff accept: the old fact is superseded with provenance, and the tutor now
@@ -44,16 +45,23 @@ def test_seed_002_scenario_end_to_end(
     assert correction.topic_tokens == ["北京", "年均", "降雨量"]
     assert correction.original_statement == "北京年均降雨量约为 500mm"
     assert correction.corrected_statement == "北京年均降雨量是 630mm 左右"
-    assert correction.tiers == ["system"]
+    assert correction.tiers == ["system", "user", "case"]
     fact = Fact.objects.get()
     assert (fact.status, fact.statement, fact.supporter_count) == (
-        FactStatus.VERIFIED,
+        FactStatus.PROPOSED,
         "北京年均降雨量是 630mm 左右",
         1,
     )
     assert correction.fact_id == fact.pk
+    first_case = CorrectionCase.objects.get()
+    assert correction.case_id == first_case.pk
 
-    # 2. Bob, another student of the course, asks: the model request carries 630 mm.
+    # 2. Bob, another student of the course, asks: nothing of it until staff accept;
+    # then the model request carries 630 mm.
+    bob.send(RAINFALL_QUESTION, reply=RAINFALL_630)
+    assert "630" not in bob.last_system
+    response = staff_client.post(f"/api/correction-cases/{first_case.pk}/accept/", {"reason": "checked"})
+    assert response.status_code == 200, response.content
     bob.send(RAINFALL_QUESTION, reply=RAINFALL_630)
     system = bob.last_system
     fenced = f"<<<BEGIN COURSE_FACTS>>>\n- 北京 年均 降雨量: {STATED_630}\n<<<END COURSE_FACTS>>>"
@@ -68,8 +76,8 @@ def test_seed_002_scenario_end_to_end(
     dave.send(RAINFALL_QUESTION, reply=RAINFALL_630)
     dave.send("实际上北京年均降雨量是 580mm")
 
-    case = CorrectionCase.objects.get()
-    assert case.status == CaseStatus.OPEN and case.active_fact_id == fact.pk
+    case = CorrectionCase.objects.get(status=CaseStatus.OPEN)
+    assert case.active_fact_id == fact.pk
     proposal = case.proposals.get()
     assert proposal.supporter_count == 2  # carol and dave, one statement
     fact.refresh_from_db()
@@ -85,7 +93,7 @@ def test_seed_002_scenario_end_to_end(
     assert "580" not in bob.last_system  # a student's memory reaches only that student
 
     # 4. Staff accept: the old fact is superseded, with provenance.
-    listed = staff_client.get("/api/correction-cases/").json()["results"]
+    listed = staff_client.get("/api/correction-cases/", {"status": "open"}).json()["results"]
     assert [c["id"] for c in listed] == [str(case.pk)]
     assert listed[0]["proposals"][0]["supporters"] == ["carol", "dave"]
     response = staff_client.post(
@@ -108,7 +116,9 @@ def test_seed_002_scenario_end_to_end(
     ]
     events = list(AuditEvent.objects.filter(event__in=["case_accepted", "fact_changed"]).order_by("id"))
     assert [(e.event, e.from_state, e.to_state, e.actor_label) for e in events] == [
-        ("fact_changed", "", "verified", "alice"),
+        ("fact_changed", "", "proposed", "alice"),
+        ("case_accepted", "open", "accepted", "teacher"),
+        ("fact_changed", "proposed", "verified", "teacher"),
         ("case_accepted", "open", "accepted", "teacher"),
         ("fact_changed", "verified", "superseded", "teacher"),
         ("fact_changed", "", "verified", "teacher"),
