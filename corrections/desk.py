@@ -29,7 +29,8 @@ class ProposedFactsQueue(QuerysetQueue):
     query = "status__exact=proposed"
 
     def items(self, *, course_ids):
-        qs = Fact.objects.filter(status=FactStatus.PROPOSED)
+        # A student's proposal waits in its case (counted above): here the others.
+        qs = Fact.objects.filter(status=FactStatus.PROPOSED, case__isnull=True)
         return qs if course_ids is None else qs.filter(course_id__in=course_ids)
 
 
