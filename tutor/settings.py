@@ -451,7 +451,8 @@ CORRECTIONS_ITEM_CHARS = env_int("CORRECTIONS_ITEM_CHARS", 300, minimum=20)
 CORRECTIONS_AUTO_VERIFY_SUPPORTERS = env_int("CORRECTIONS_AUTO_VERIFY_SUPPORTERS", 0, minimum=0)
 if CORRECTIONS_AUTO_VERIFY_SUPPORTERS == 1:
     raise ImproperlyConfigured(
-        "CORRECTIONS_AUTO_VERIFY_SUPPORTERS must be 0 (off) or at least 2: no student verifies a fact alone"
+        "CORRECTIONS_AUTO_VERIFY_SUPPORTERS must be 0 (off) or at least 2 (no student verifies a course "
+        f"fact alone); got {os.environ.get('CORRECTIONS_AUTO_VERIFY_SUPPORTERS')!r}"
     )
 CORRECTIONS_FACT_TTL_DAYS = env_int("CORRECTIONS_FACT_TTL_DAYS", 30, minimum=1)
 CORRECTIONS_CASE_LEASE_SECONDS = env_int("CORRECTIONS_CASE_LEASE_SECONDS", 8 * 3600, minimum=1)

@@ -48,6 +48,7 @@ SETTINGS_VARIABLES = (
     "WEB_BIND",
     "WEB_CONCURRENCY",
     "WEB_THREADS",
+    "CORRECTIONS_AUTO_VERIFY_SUPPORTERS",
 )
 
 SETUP = "import django; django.setup()"
@@ -91,6 +92,8 @@ def test_embedded_default_starts():
         ("LESSON_RECALL_W_TAG", "nan"),
         ("LESSON_RECALL_FLOOR", "inf"),
         ("LESSON_DECAY_DAYS", "Infinity"),
+        ("CORRECTIONS_AUTO_VERIFY_SUPPORTERS", "1"),  # one student would verify a fact alone
+        ("CORRECTIONS_AUTO_VERIFY_SUPPORTERS", "-2"),
     ],
 )
 def test_bad_value_stops_start_up_naming_the_variable(variable, value):
