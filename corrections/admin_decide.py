@@ -19,7 +19,7 @@ from django.utils.translation import gettext_lazy as _
 
 from corrections.models import UNDECIDED_CASE_STATUSES, CaseKind
 from corrections.services.cases import STAFF_TEXT_MAX_CHARS, case_accept, case_dispute, case_reject
-from tutor.admin_rows import ROW_REASON_MAX_CHARS
+from tutor.desk.rows import ROW_REASON_MAX_CHARS
 from tutor.kernel.errors import DomainError
 
 ACCEPT, REJECT, DISPUTE = "accept", "reject", "dispute"
