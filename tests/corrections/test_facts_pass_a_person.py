@@ -260,3 +260,22 @@ def test_corroboration_waits_for_staff_when_students_disagree(
 
     assert Fact.objects.get().status == FactStatus.PROPOSED
     assert CorrectionCase.objects.get().status == CaseStatus.OPEN
+
+
+@pytest.mark.django_db
+def test_a_process_case_accepted_in_staff_wording_is_the_course_rule(
+    student, other_student, chat_for, staff_client
+):
+    chat_for(student).send("First write the tests, then the code.")
+    case = CorrectionCase.objects.get()
+    wording = "Write a failing test first, then the code that makes it pass."
+
+    response = staff_client.post(
+        f"/api/correction-cases/{case.pk}/accept/", {"reason": "course practice", "statement": wording}
+    )
+
+    assert response.status_code == 200, response.content
+    classmate = chat_for(other_student)
+    classmate.send("what now?")
+    assert wording in classmate.last_system
+    assert "First write the tests" not in classmate.last_system
