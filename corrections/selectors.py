@@ -204,12 +204,12 @@ def _outcome(row: dict) -> dict:
     case_status, fact_status = row["case__status"], row["fact__status"]
     if case_status in UNDECIDED_CASE_STATUSES:
         status = Outcome.SENT_TO_STAFF
+    elif "system" in tiers and fact_status in (FactStatus.VERIFIED, FactStatus.DISPUTED):
+        status = Outcome.COURSE_FACT  # its proposal accepted (by staff or corroboration) as written
     elif case_status is not None:
         status = Outcome.STAFF_DECIDED
     elif "system" in tiers and fact_status == FactStatus.PROPOSED:
         status = Outcome.SENT_TO_STAFF
-    elif "system" in tiers and fact_status in (FactStatus.VERIFIED, FactStatus.DISPUTED):
-        status = Outcome.COURSE_FACT
     elif "system" in tiers:
         status = Outcome.STAFF_DECIDED  # superseded, or the fact was deleted by staff
     elif not tiers:

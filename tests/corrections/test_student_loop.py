@@ -83,10 +83,9 @@ def test_with_detection_done_in_the_request_the_send_answers_saved_as_your_prefe
 
 @pytest.mark.django_db
 def test_a_factual_correction_reads_as_sent_to_course_staff_while_its_fact_is_proposed(
-    student, chat_for, settings
+    student, chat_for, staff_accepts
 ):
-    # A course where no student verifies a fact alone (the issue's default).
-    settings.CORRECTIONS_MIN_SUPPORTERS = 2
+    # No student verifies a fact alone (the default, issue 36 item 1).
     chat = chat_for(student)
     chat.send("when is the project deadline", reply=DEADLINE_TUTOR)
 
@@ -100,7 +99,8 @@ def test_a_factual_correction_reads_as_sent_to_course_staff_while_its_fact_is_pr
     fact = Correction.objects.get().fact
     assert fact.status == FactStatus.PROPOSED  # what the outcome was read from
 
-    Fact.objects.filter(pk=fact.pk).update(status=FactStatus.VERIFIED)  # however it got there
+    staff_accepts()  # staff accept the proposal as written
+    assert Fact.objects.get(pk=fact.pk).status == FactStatus.VERIFIED
     assert history(chat)[2]["correction"]["status"] == "course_fact"
 
 
