@@ -42,8 +42,7 @@ def no_sideways_scroll(page, size) -> None:
 
 
 def test_a_student_corrects_the_tutor_sees_where_it_went_and_forgets_it(browser, model_server, settings):
-    # No student makes a course fact verified alone (the issue's default).
-    settings.CORRECTIONS_MIN_SUPPORTERS = 2
+    # No student makes a course fact verified alone (the default since issue 36 item 1).
     course = make_course("se-101")
     task = make_task(course)
     alice = student_with_password(course, "alice")
