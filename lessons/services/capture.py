@@ -4,7 +4,11 @@ Rule: a criterion that FAILed on a submission with an external basis (``ci``
 from the course's CI service, or a machine ``check``) and PASSes, on the same
 kind of basis, on the student's next submission is a verified fix: it becomes
 one ``pending`` draft -- symptoms from the failing reason and evidence, tags
-from the task, body from the reason and the next step that led to the pass.
+from the task, body from that criterion's failing reason and what its passing
+evidence shows changed (``what_changed``: the file that appeared, the CI or
+check result that changed). Never the review's ``next_step``: it names the
+first failing item, often another criterion (issue 36: an A4 fix drafted as
+"Fix A1: CI passes").
 
 Never from an ``unavailable`` or ``invalid`` attempt (on either side: an
 unavailable attempt keeps its check verdicts, but nothing was completed),
@@ -16,8 +20,8 @@ A draft is later injected into students' tutor requests, so it is built only
 from what the student was allowed to see of both reviews: the results pass
 through ``feedback.visibility.student_result`` (the one place that decides
 it) first. A visible CI criterion's log tail is therefore no symptom when a
-hidden check reads the same log, and a ``next_step`` that quoted a hidden
-check is left out; a fixed stand-in text is never copied into a draft.
+hidden check reads the same log; a fixed stand-in text is never copied into
+a draft.
 """
 
 from __future__ import annotations
@@ -74,13 +78,30 @@ def draft_symptoms(reason: str, evidence: str) -> list[str]:
     return unique
 
 
-def draft_body(before: dict, after: dict, next_step: str) -> str:
+def what_changed(before: dict, after: dict, check: dict) -> str:
+    """What the passing evidence shows changed for this criterion, by its
+    machine check (``feedback.checks``): the file that appeared, the CI
+    result, the terms the text now holds."""
+    kind = check.get("type")
+    if kind == "file_exists":
+        return f"{check['path']} appeared in the submitted files."
+    if kind == "ci_passed":
+        changed = f"the CI result changed from '{before['reason']}' to '{after['reason']}'"
+        log_tail = (after.get("evidence") or "")[-BODY_EVIDENCE_CHARS:]
+        return f"{changed}; its log now ends: {log_tail}" if log_tail else changed + "."
+    # ``contains`` and any other check: its passing reason names what the text now holds.
+    return f"{after['reason']} (before: {before['reason']})."
+
+
+def draft_body(before: dict, after: dict, check: dict) -> str:
     parts = [f"Symptom: {before['reason']}"]
     if before.get("evidence"):
         parts.append(f"Evidence: {before['evidence'][:BODY_EVIDENCE_CHARS]}")
-    if next_step:
-        parts.append(f"What fixed it: {next_step}")
-    parts.append(f"Verified: '{after['criterion']}' passed on the next submission ({after['reason']}).")
+    parts.append(f"What fixed it: {what_changed(before, after, check)}")
+    parts.append(
+        f"Verified: '{after['criterion']}' ({after['rubric_id']}) passed on the next submission "
+        f"({after['reason']})."
+    )
     return "\n".join(parts)
 
 
@@ -134,14 +155,11 @@ def lessons_capture_from_attempt(*, attempt_id) -> list[Lesson]:
     criteria = attempt.rubric.criteria
     failing_shown = student_result(failing.result, criteria)
     passing_shown = student_result(attempt.result, criteria)
-    # A next step is the model's free text: under a rubric with hidden checks
-    # it may quote one (a line of a hidden CI log, a file it names) in words no
-    # term list catches, and a draft is shown to other students' tutors.
-    hidden_rubric = any(is_hidden(c) for c in criteria)
-    next_step = "" if hidden_rubric else _unless_stand_in(failing_shown.get("next_step") or "")
+    checks = {c["id"]: c.get("check") or {} for c in criteria}
     created = []
     for before, after in fixed_criteria(failing_shown, passing_shown, criteria):
         before = {**before, "evidence": _unless_stand_in(before.get("evidence") or "")}
+        after = {**after, "evidence": _unless_stand_in(after.get("evidence") or "")}
         try:
             # One transaction per draft: an already captured criterion (the
             # unique constraint) must not undo the others.
@@ -149,7 +167,7 @@ def lessons_capture_from_attempt(*, attempt_id) -> list[Lesson]:
                 lesson = lesson_insert(
                     course_id=task.course_id,
                     title=f"[{task.slug} {before['rubric_id']}] {before['reason']}",
-                    body=draft_body(before, after, next_step),
+                    body=draft_body(before, after, checks[before["rubric_id"]]),
                     # As many as a lesson may carry (MAX_TAGS): a task saved before
                     # task tags had the same limit (tutor.kernel.tags) may carry more.
                     tags=list(task.tags or [])[:MAX_TAGS],

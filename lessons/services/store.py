@@ -29,7 +29,7 @@ from lessons.text import (
     tag_pairs,
 )
 from tutor.kernel.conf import optional_setting
-from tutor.kernel.redaction import redact
+from tutor.kernel.redaction import marker_kinds, redact
 
 # How long a new lesson stays valid before staff must look at it again (seed 003: review_by).
 LESSON_REVIEW_DAYS = 90
@@ -53,13 +53,20 @@ class RedactedText:
 def redact_lesson(*, title: str, body: str, tags: list[str], symptoms: list[str]) -> RedactedText:
     """Every field through the one redaction module (``tutor.kernel.redaction``):
     API keys and tokens, passwords, private keys, e-mail and IP addresses
-    become ``[REDACTED:kind]``; the count and kinds are kept for staff."""
+    become ``[REDACTED:kind]``; the count and kinds are kept for staff.
+
+    The count is of the markers the stored text carries, also those made
+    upstream: a draft quotes a review whose CI log was redacted before it
+    was stored, and staff deciding a ``sensitive_data`` rejection must see
+    that secrets were removed (issue 41 item 6). Students write no lesson: a
+    marker they typed in evidence was made no marker when it was stored."""
     kinds: Counter[str] = Counter()
 
     def scrub(text: str, limit: int | None = None) -> str:
-        result = redact(text)
-        kinds.update(result.kinds)
-        return result.text[:limit] if limit else result.text
+        result = redact(text).text
+        result = result[:limit] if limit else result
+        kinds.update(marker_kinds(result))
+        return result
 
     return RedactedText(
         title=scrub(title, TITLE_MAX_CHARS),

@@ -6,9 +6,10 @@ exactly once whatever the deliveries."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
-from django.test import TestCase
+from django.test import Client, TestCase
 
 from feedback.models import ReviewAttempt
 from feedback.signals import attempt_finished
@@ -25,7 +26,7 @@ from tests.factories import (
     make_task,
 )
 from tests.factories import review_result as result
-from tutor.coursefile import course_import, validate_course
+from tutor.coursefile import course_import, load_course_file, validate_course
 from tutor.models import AuditEvent, Enrollment
 
 CI_FAIL = criterion_entry(
@@ -66,8 +67,15 @@ def test_a_fixed_criterion_becomes_one_pending_draft_per_criterion(course, task,
     assert ci.symptoms == ["CI failed with exit code 1", "1 failing", "first([]) should be undefined"]
     assert ci.title == "[t1 A1] CI failed with exit code 1"
     assert "Symptom: CI failed with exit code 1" in ci.body
-    assert "What fixed it: Handle the empty array in first()." in ci.body
-    assert "passed on the next submission (CI passed)" in ci.body
+    # What the passing evidence shows changed -- not the review's next step.
+    assert (
+        "What fixed it: the CI result changed from 'CI failed with exit code 1' to 'CI passed'; "
+        "its log now ends: 3 passing"
+    ) in ci.body
+    assert "Handle the empty array" not in ci.body
+    assert "(A1) passed on the next submission (CI passed)" in ci.body
+    a2 = Lesson.objects.get(source_rubric_id="A2").body
+    assert "What fixed it: the report mentions first, undefined (before: the report does not mention" in a2
     assert Lesson.objects.get(source_rubric_id="A2").symptoms == ["the report does not mention: undefined"]
     event = AuditEvent.objects.get(target_id=str(ci.pk))
     assert (event.event, event.actor, event.actor_label, event.to_state) == (
@@ -315,7 +323,10 @@ def test_a_next_step_quoting_a_hidden_check_never_reaches_a_draft(fake_llm):
     [lesson] = Lesson.objects.filter(source="review")
     assert lesson.source_rubric_id == "A1"
     assert HIDDEN_TERM not in stored_text(lesson)
-    assert "What fixed it" not in lesson.body and "hidden check" not in lesson.body
+    assert "hidden check" not in lesson.body and "Cover the" not in lesson.body
+    assert "What fixed it: the CI result changed from 'CI failed with exit code 1' to 'CI passed'" in (
+        lesson.body
+    )
     # The visible log of a rubric without a hidden CI check is still a symptom.
     assert lesson.symptoms == ["CI failed with exit code 1", "1 failing", HIDDEN_LOG]
 
@@ -345,4 +356,88 @@ def test_under_a_hidden_check_a_next_step_quoting_a_line_of_its_log_never_reache
     [lesson] = Lesson.objects.filter(source="review")
     assert lesson.source_rubric_id == "A1"
     assert "answer.spec.js" not in stored_text(lesson) and "expected 42" not in stored_text(lesson)
-    assert "What fixed it" not in lesson.body
+    assert "return 42" not in lesson.body  # the next step is never a draft's
+
+
+# --- the draft states the real fix (SPEC §6 capture a; issue 36 item 3): the
+# criterion that went FAIL → PASS, never another criterion's next step.
+
+DEMO_COURSE = Path(__file__).resolve().parents[2] / "tutor" / "demo" / "course.yaml"
+
+
+FAILING_CI = {"status": "failed", "exit_code": 1, "log_tail": "1 failing"}
+
+
+def demo_submit(service, task, student, *, files: dict | None = None, ci: dict = FAILING_CI):
+    """A CI submission (by default one whose CI still fails: A1 stays FAIL)."""
+    evidence = {"report": "first() returns undefined", "files": files or {}, "ci": ci}
+    with TestCase.captureOnCommitCallbacks(execute=True):  # the review runs after the commit
+        response = client_for(service).post(
+            "/api/submissions/",
+            {"task": str(task.pk), "student": student.username, "evidence": evidence},
+            format="json",
+        )
+    assert response.status_code == 201, response.content
+
+
+@pytest.mark.django_db
+def test_a_draft_after_an_a4_fix_names_a4s_change_not_another_criterions_next_step(settings):
+    settings.TUTOR_LLM_BASE_URL = None  # the offline reviewer: machine checks only
+    course = course_import(spec=validate_course(load_course_file(DEMO_COURSE))).course
+    task = make_task(course, "t1-explain")
+    student, service = enroll(course, "alice"), enroll(course, "ci", Enrollment.Role.SERVICE)
+
+    demo_submit(service, task, student, files={"src/first.js": "export const first = (xs) => xs[0];"})
+    failing = ReviewAttempt.objects.filter(submission__student=student).get()
+    assert failing.result["next_step"] == "Fix A1: CI passes"  # the first failing item, not A4
+    fixed = {"REPORT.md": "# first()\nReturns undefined.", "src/first.js": ""}
+    demo_submit(service, task, student, files=fixed)
+
+    [draft] = Lesson.objects.filter(source="review")
+    assert draft.source_rubric_id == "A4"
+    assert draft.title == "[t1-explain A4] REPORT.md is missing from the submitted files"
+    assert "Fix A1" not in draft.body and "CI passes" not in draft.body
+    assert draft.body.splitlines() == [
+        "Symptom: REPORT.md is missing from the submitted files",
+        "What fixed it: REPORT.md appeared in the submitted files.",
+        "Verified: 'The report file is committed' (A4) passed on the next submission (REPORT.md is present).",
+    ]
+
+
+# --- issue 41 item 6: the review redacted the CI log before it was stored; the
+# draft quoting it must still say that secrets were removed.
+
+LEAKY_LOG = "1 failing\nauth failed for ops@example.com from 10.1.2.3\nAPI_KEY=Zx81kPq0Lm72vBn4Tr95sWd3"
+
+
+@pytest.mark.django_db
+def test_a_draft_counts_the_markers_the_review_already_put_in_and_staff_see_them(settings, superuser):
+    from django.urls import reverse
+
+    from tutor.kernel.redaction import markers_in
+
+    settings.TUTOR_LLM_BASE_URL = None  # the offline reviewer: machine checks only
+    course = make_course("leaky-101")
+    task, student = make_task(course), enroll(course, "alice")
+    service = enroll(course, "ci", Enrollment.Role.SERVICE)
+    demo_submit(service, task, student, ci={"status": "failed", "exit_code": 1, "log_tail": LEAKY_LOG})
+    demo_submit(service, task, student, ci={"status": "passed", "exit_code": 0, "log_tail": "3 passing"})
+
+    failing = ReviewAttempt.objects.filter(submission__number=1, submission__student=student).get()
+    quoted = next(c for c in failing.result["criteria"] if c["rubric_id"] == "A1")["evidence"]
+    assert "ops@example.com" not in quoted and markers_in(quoted) == 3  # the review's own markers
+    [draft] = Lesson.objects.filter(source="review")
+    stored = " ".join([draft.title, draft.body, *draft.symptoms])
+    assert "[REDACTED:email]" in draft.body
+    assert draft.redactions == markers_in(stored) >= 3  # not 0: nothing was left to redact here
+    assert draft.redaction_kinds["email"] >= 1 and draft.redaction_kinds["ip_address"] >= 1
+    assert sum(draft.redaction_kinds.values()) == draft.redactions
+    created = AuditEvent.objects.get(target_id=str(draft.pk), event="lesson_created")
+    assert created.extra["redactions"] == draft.redactions
+
+    admin = Client()
+    admin.force_login(superuser)
+    queue = admin.get(reverse("admin:lessons_lesson_changelist")).content.decode()
+    page = admin.get(reverse("admin:lessons_lesson_change", args=[draft.pk])).content.decode()
+    shown = f"{draft.redactions} ("
+    assert shown in queue and shown in page and "email ×" in page

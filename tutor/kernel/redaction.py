@@ -239,6 +239,11 @@ def markers_in(text: str) -> int:
     return len(MARKER.findall(text or ""))
 
 
+def marker_kinds(text: str) -> Counter[str]:
+    """The markers of ``text`` by kind (``markers_in``, per kind)."""
+    return Counter(match.group(0)[len("[REDACTED:") : -1] for match in MARKER.finditer(text or ""))
+
+
 @dataclass(frozen=True)
 class Redacted:
     text: str
