@@ -9,10 +9,12 @@ from __future__ import annotations
 
 from django import forms
 from django.contrib import admin, messages
+from django.core.exceptions import PermissionDenied
 from django.db.models import Q
 from django.db.models.functions import Substr
+from django.http import Http404, HttpResponseRedirect
 from django.template.response import TemplateResponse
-from django.urls import reverse
+from django.urls import path, reverse
 from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import mark_safe
@@ -21,7 +23,15 @@ from django.utils.translation import gettext_lazy as _
 
 from lessons import access
 from lessons.desk import harmful_queue
-from lessons.models import Lesson, LessonKind, LessonStatus, RecallTrace, RejectReason, SkillCandidate
+from lessons.models import (
+    Lesson,
+    LessonKind,
+    LessonRevision,
+    LessonStatus,
+    RecallTrace,
+    RejectReason,
+    SkillCandidate,
+)
 from lessons.selectors import similar_lessons
 from lessons.services.lifecycle import (
     held_global_lessons,
@@ -34,8 +44,9 @@ from lessons.services.lifecycle import (
     lesson_reject,
     lesson_retire,
 )
+from lessons.services.revisions import lesson_edit
 from lessons.services.usage import skill_candidate_decide
-from lessons.validation import clean_symptoms, clean_tags
+from lessons.validation import clean_body, clean_symptoms, clean_tags, clean_title
 from tutor.admin_scoping import CappedCountPaginator, CourseScopedAdmin, ReadOnlyAdmin, ScopedFilter
 from tutor.desk.rows import QueueRowsAdmin, RowAction
 from tutor.kernel.errors import DomainError
@@ -188,6 +199,55 @@ class RejectForm(forms.Form):
         return data
 
 
+def _field_error(clean, value):
+    """A lesson field's rule (``lessons.validation``) as a form field's error."""
+    try:
+        return clean(value)
+    except DomainError as exc:
+        raise forms.ValidationError(exc.public_message()) from None
+
+
+class DraftEditForm(forms.Form):
+    """A staff edit of a pending draft: one tag or symptom per line; the same
+    rules as every door (text that shows nothing is empty)."""
+
+    title = forms.CharField(strip=False)
+    body = forms.CharField(strip=False, widget=forms.Textarea(attrs={"rows": 12}))
+    tags_text = forms.CharField(
+        label="tags", required=False, widget=forms.Textarea(attrs={"rows": 3}), help_text="one per line"
+    )
+    symptoms_text = forms.CharField(
+        label="symptoms",
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 3}),
+        help_text="one phrase per line, as it appears in feedback or messages",
+    )
+    note = forms.CharField(
+        required=False, widget=forms.Textarea(attrs={"rows": 2}), help_text="why (kept in the audit trail)"
+    )
+
+    @classmethod
+    def initial_for(cls, lesson: Lesson) -> dict:
+        return {
+            "title": lesson.title,
+            "body": lesson.body,
+            "tags_text": "\n".join(lesson.tags),
+            "symptoms_text": "\n".join(lesson.symptoms),
+        }
+
+    def clean_title(self):
+        return _field_error(clean_title, self.cleaned_data["title"])
+
+    def clean_body(self):
+        return _field_error(clean_body, self.cleaned_data["body"])
+
+    def clean_tags_text(self):
+        return _field_error(clean_tags, _lines(self.cleaned_data["tags_text"]))
+
+    def clean_symptoms_text(self):
+        return _field_error(clean_symptoms, _lines(self.cleaned_data["symptoms_text"]))
+
+
 @admin.register(Lesson)
 class LessonAdmin(QueueRowsAdmin, admin.ModelAdmin):
     paginator = CappedCountPaginator  # no full COUNT over a big table
@@ -222,6 +282,7 @@ class LessonAdmin(QueueRowsAdmin, admin.ModelAdmin):
         "created_by",
         "created_at",
         "injected_at",
+        "revisions",
         "history",
     ]
 
@@ -271,6 +332,56 @@ class LessonAdmin(QueueRowsAdmin, admin.ModelAdmin):
                 RowAction("quarantine", _("Quarantine"), run=self._quarantine, applies=held),
             ]
         return tuple(actions)
+
+    def get_urls(self):
+        edit = path(
+            "<path:object_id>/edit/",
+            self.admin_site.admin_view(self.edit_view),
+            name="lessons_lesson_edit",
+        )
+        return [edit, *super().get_urls()]
+
+    def edit_view(self, request, object_id):
+        """Edit a pending draft (SPEC §6): a new revision through ``lesson_edit``."""
+        lesson = self.get_object(request, object_id)
+        if lesson is None:
+            raise Http404("no such lesson")
+        if not (self.has_decide_permission(request) and access.can_manage(request.user, lesson.course_id)):
+            raise PermissionDenied
+        page = reverse("admin:lessons_lesson_change", args=[lesson.pk])
+        if lesson.status != LessonStatus.PENDING:
+            self.message_user(request, gettext("Only a pending draft can be edited."), messages.ERROR)
+            return HttpResponseRedirect(page)
+        form = DraftEditForm(request.POST or None, initial=DraftEditForm.initial_for(lesson))
+        if request.method == "POST" and form.is_valid():
+            data = form.cleaned_data
+            try:
+                revision = lesson_edit(
+                    lesson=lesson,
+                    actor=request.user,
+                    title=data["title"],
+                    body=data["body"],
+                    tags=data["tags_text"],
+                    symptoms=data["symptoms_text"],
+                    note=data["note"],
+                )
+            except DomainError as exc:
+                self.message_user(request, exc.public_message(), messages.ERROR)
+                return HttpResponseRedirect(page)
+            if revision is None:
+                self.message_user(request, gettext("Nothing changed."), messages.INFO)
+            else:
+                said = gettext("Saved as revision %(number)s") % {"number": revision.number}
+                self.message_user(request, f"{said}: {lesson.title}", messages.SUCCESS)
+            return HttpResponseRedirect(page)
+        context = {
+            **self.admin_site.each_context(request),
+            "title": gettext("Edit draft"),
+            "form": form,
+            "lesson": lesson,
+            "opts": self.model._meta,
+        }
+        return TemplateResponse(request, "admin/lessons/lesson/edit.html", context)
 
     def _said(self, verb, lesson) -> str:
         return f"{verb}: {lesson.title}"
@@ -411,6 +522,32 @@ class LessonAdmin(QueueRowsAdmin, admin.ModelAdmin):
                 for other, score in found
             ),
         )
+
+    @admin.display(description="revisions")
+    def revisions(self, lesson: Lesson):
+        """The draft's text as captured and as each edit left it; the edit link while pending."""
+        found = LessonRevision.objects.filter(lesson=lesson).select_related("author")
+        rows = format_html_join(
+            mark_safe("<br>"),
+            "{}. {} by {}: {} ({} characters)",
+            (
+                (
+                    r.number,
+                    r.created_at.strftime("%Y-%m-%d %H:%M"),
+                    r.author.username if r.author_id else (lesson.get_source_display() if r.number == 1 else "-"),
+                    r.title,
+                    len(r.body),
+                )
+                for r in found
+            ),
+        )
+        edit = ""
+        if lesson.status == LessonStatus.PENDING:
+            url = reverse("admin:lessons_lesson_edit", args=[lesson.pk])
+            edit = format_html("<a class='button' href='{}'>{}</a>", url, gettext("Edit draft"))
+        if not rows and not edit:
+            return "-"
+        return format_html("{}{}{}", rows, mark_safe("<br>") if rows and edit else "", edit)
 
     @admin.display(description="audit trail")
     def history(self, lesson: Lesson):

@@ -174,6 +174,39 @@ class Lesson(models.Model):
         return self.title[:80]
 
 
+class LessonRevision(models.Model):
+    """One version of a draft's text (SPEC §6: staff may edit a pending
+    draft; the captured text is kept). Number 1 is the text as it was
+    captured or entered, written by the first edit; each staff edit adds
+    the next. The lesson row holds the newest: what recall uses."""
+
+    lesson = models.ForeignKey(Lesson, on_delete=models.CASCADE, related_name="revisions")
+    number = models.PositiveSmallIntegerField()
+    title = models.CharField(max_length=TITLE_MAX_CHARS)
+    body = models.TextField()
+    tags = models.JSONField(default=list, blank=True)
+    symptoms = models.JSONField(default=list, blank=True)
+    redactions = models.PositiveIntegerField(default=0)
+    redaction_kinds = models.JSONField(default=dict, blank=True)
+    # Null: the capture, a command, or a person since erased.
+    author = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    note = models.TextField(blank=True)  # why staff edited it (redacted)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["lesson", "number"]
+        constraints = [
+            # Two edits at once: the second one's number is taken, it fails whole.
+            models.UniqueConstraint(fields=["lesson", "number"], name="lessonrevision_number_unique"),
+            models.CheckConstraint(condition=Q(number__gte=1), name="lessonrevision_number_from_one"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.lesson_id} revision {self.number}"
+
+
 class LessonKey(models.Model):
     """One normalized tag, pair of tags or symptom of a lesson: what makes
     recall one indexed query (``lessons.selectors``). Written with the

@@ -236,6 +236,7 @@ class AuditEvent(models.Model):
         FACT_CHANGED = "fact_changed"
         MEMORY_FORGOTTEN = "memory_forgotten"
         LESSON_CREATED = "lesson_created"
+        LESSON_EDITED = "lesson_edited"
         LESSON_IMPORTED = "lesson_imported"
         LESSON_APPROVED = "lesson_approved"
         LESSON_REJECTED = "lesson_rejected"

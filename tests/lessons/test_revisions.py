@@ -1,0 +1,218 @@
+"""Staff edit a pending draft (SPEC §6; issue 36 item 3): each edit is a new
+revision, audited, with the captured text kept; bad text is refused per
+field; the edited text is what is approved and recalled into the exact
+model request."""
+
+from __future__ import annotations
+
+import pytest
+from django.test import Client
+from django.urls import reverse
+
+from lessons.models import Lesson, LessonKey, LessonRevision, LessonStatus
+from lessons.services.capture import lessons_capture_from_attempt
+from lessons.services.lifecycle import IllegalTransition, lesson_approve
+from lessons.services.revisions import lesson_edit
+from tests.lessons.conftest import make_lesson
+from tests.lessons.test_capture import CI_FAIL, CI_PASS, reviewed
+from tests.lessons.test_tutor_context import fenced
+from tests.tutor.test_context import open_session, send, system_of
+from tutor.kernel.errors import InvalidInput
+from tutor.models import AuditEvent
+
+EDITED = {
+    "title": "Empty arrays: return undefined",
+    "body": "first([]) must return undefined, not throw: check the length before indexing.",
+    "tags_text": "javascript\ndocs\nedge-cases",
+    "symptoms_text": "should be undefined",
+    "note": "the captured text quoted the whole log",
+}
+
+
+def login(user) -> Client:
+    client = Client()
+    client.force_login(user)
+    return client
+
+
+def edit_url(lesson) -> str:
+    return reverse("admin:lessons_lesson_edit", args=[lesson.pk])
+
+
+@pytest.fixture
+def draft(task, student):
+    reviewed(student, task, CI_FAIL)
+    fixing = reviewed(student, task, CI_PASS)
+    [lesson] = lessons_capture_from_attempt(attempt_id=fixing.pk)
+    return lesson
+
+
+@pytest.mark.django_db
+def test_an_edit_is_a_new_revision_audited_with_the_captured_text_kept(draft, staff):
+    captured = Lesson.objects.values("title", "body", "tags", "symptoms").get(pk=draft.pk)
+
+    response = login(staff).post(edit_url(draft), EDITED)
+
+    assert response.status_code == 302
+    draft.refresh_from_db()
+    assert (draft.title, draft.body, draft.status) == (EDITED["title"], EDITED["body"], "pending")
+    assert (draft.tags, draft.symptoms) == (["javascript", "docs", "edge-cases"], ["should be undefined"])
+    first, second = LessonRevision.objects.filter(lesson=draft).order_by("number")
+    assert (first.number, first.author, first.title, first.body) == (
+        1,
+        None,
+        captured["title"],
+        captured["body"],
+    )
+    assert (first.tags, first.symptoms) == (captured["tags"], captured["symptoms"])
+    assert (second.number, second.author, second.body, second.note) == (2, staff, draft.body, EDITED["note"])
+    event = AuditEvent.objects.get(target_id=str(draft.pk), event="lesson_edited")
+    assert (event.actor, event.from_state, event.to_state, event.reason) == (
+        staff,
+        "pending",
+        "pending",
+        EDITED["note"],
+    )
+    assert event.extra == {"revision": 2, "fields": ["title", "body", "tags", "symptoms"], "redactions": 0}
+    # Recall finds it by its new keys only.
+    keys = set(LessonKey.objects.filter(lesson=draft).values_list("kind", "value"))
+    assert ("tag", "edge-cases") in keys and ("symptom", "should be undefined") in keys
+    assert ("symptom", "ci failed with exit code 1") not in keys
+    # A second edit is revision 3; the page lists them all.
+    login(staff).post(edit_url(draft), {**EDITED, "body": "Check xs.length first."})
+    assert list(LessonRevision.objects.filter(lesson=draft).values_list("number", flat=True)) == [1, 2, 3]
+    page = login(staff).get(reverse("admin:lessons_lesson_change", args=[draft.pk])).content.decode()
+    assert captured["title"] in page and edit_url(draft) in page
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("title", "\u200b"),
+        ("title", "   "),
+        ("body", "\u200b\u200c\ufeff"),
+        ("tags_text", "javascript\n\u200b"),
+        ("symptoms_text", "\u2060"),
+        ("symptoms_text", "!!!"),
+    ],
+)
+def test_text_that_shows_nothing_is_refused_per_field_and_changes_nothing(draft, staff, field, value):
+    before = Lesson.objects.values().get(pk=draft.pk)
+
+    response = login(staff).post(edit_url(draft), {**EDITED, field: value})
+
+    assert response.status_code == 200
+    assert list(response.context["form"].errors) == [field]
+    assert Lesson.objects.values().get(pk=draft.pk) == before
+    assert not LessonRevision.objects.exists()
+    assert not AuditEvent.objects.filter(event="lesson_edited").exists()
+
+
+@pytest.mark.django_db
+def test_the_service_refuses_invisible_text_naming_the_field(draft, staff):
+    with pytest.raises(InvalidInput) as refused:
+        lesson_edit(lesson=draft, actor=staff, title="t", body="b", tags=["\u200b"], symptoms=[])
+    assert refused.value.field == "tags.0"
+
+
+@pytest.mark.django_db
+def test_only_a_pending_draft_is_edited(draft, staff):
+    lesson_approve(lesson=draft, actor=staff)
+
+    response = login(staff).post(edit_url(draft), EDITED)
+
+    assert response.status_code == 302
+    draft.refresh_from_db()
+    assert draft.title != EDITED["title"] and not LessonRevision.objects.exists()
+    with pytest.raises(IllegalTransition):
+        lesson_edit(lesson=draft, actor=staff, title="t", body="b", tags=[], symptoms=[])
+
+
+@pytest.mark.django_db
+def test_another_courses_staff_cannot_open_or_edit_the_draft(draft, other_staff):
+    client = login(other_staff)
+
+    assert client.get(edit_url(draft)).status_code == 404
+    assert client.post(edit_url(draft), EDITED).status_code == 404
+    assert not LessonRevision.objects.exists()
+
+
+@pytest.mark.django_db
+def test_a_global_draft_is_edited_by_a_superuser_only(course, staff, superuser):
+    global_draft = make_lesson(course=None, status=LessonStatus.PENDING)
+
+    assert login(staff).post(edit_url(global_draft), EDITED).status_code == 403
+    assert login(superuser).post(edit_url(global_draft), EDITED).status_code == 302
+    assert Lesson.objects.get(pk=global_draft.pk).title == EDITED["title"]
+
+
+@pytest.mark.django_db
+def test_an_edit_that_changes_nothing_writes_no_revision(draft, staff):
+    same = {
+        "title": draft.title,
+        "body": draft.body,
+        "tags_text": "\n".join(draft.tags),
+        "symptoms_text": "\n".join(draft.symptoms),
+    }
+
+    assert login(staff).post(edit_url(draft), same).status_code == 302
+    assert (
+        not LessonRevision.objects.exists() and not AuditEvent.objects.filter(event="lesson_edited").exists()
+    )
+
+
+@pytest.mark.django_db
+def test_an_edit_is_redacted_and_counts_the_markers_it_keeps(course, staff):
+    lesson = make_lesson(
+        course=course, status=LessonStatus.PENDING, body="token ghp_abcdefghijklmnopqrstuvwxyz0123"
+    )
+    assert lesson.redactions == 1
+
+    login(staff).post(edit_url(lesson), {**EDITED, "body": f"{lesson.body}; ask ops@example.com"})
+
+    lesson.refresh_from_db()
+    assert "ops@example.com" not in lesson.body and "ops@example.com" not in str(
+        list(LessonRevision.objects.values())
+    )
+    assert lesson.redactions == 2 and lesson.redaction_kinds["email"] == 1  # the kept marker counts too
+
+
+@pytest.mark.django_db
+@pytest.mark.usefixtures("snapshot_path")
+def test_the_edited_draft_is_what_is_recalled_into_the_exact_model_request(
+    draft, staff, student_client, fake_llm, task
+):
+    fake_llm.default = "Let's look at it together."
+    captured_body = draft.body
+    login(staff).post(edit_url(draft), EDITED)
+    act = login(staff).post(reverse("admin:lessons_lesson_act", args=[draft.pk, "approve_use"]))
+    assert act.status_code == 302
+    draft.refresh_from_db()
+    assert draft.status == LessonStatus.INJECTED
+
+    send(student_client, open_session(student_client, task), "How do I start?")
+
+    system = system_of(fake_llm.last_messages)
+    assert system.endswith(fenced(draft))
+    assert f"{EDITED['title']}\n{EDITED['body']}" in system
+    assert captured_body not in system and "CI failed with exit code 1" not in system
+
+
+@pytest.mark.django_db
+def test_approved_lessons_not_in_use_have_their_own_queue(course, staff):
+    pending = make_lesson(course=course, status=LessonStatus.PENDING, title="waiting")
+    approved = make_lesson(course=course, status=LessonStatus.PENDING, title="approved only")
+    lesson_approve(lesson=approved, actor=staff)
+    make_lesson(course=course, status=LessonStatus.INJECTED, title="in use")
+    client = login(staff)
+    changelist = reverse("admin:lessons_lesson_changelist")
+
+    queue = client.get(changelist, {"queue": "approved"})
+
+    assert [lesson.pk for lesson in queue.context["cl"].result_list] == [approved.pk]
+    assert [lesson.pk for lesson in client.get(changelist).context["cl"].result_list] == [pending.pk]
+    # "Use" from that queue: one click and it is injected, audited.
+    client.post(reverse("admin:lessons_lesson_act", args=[approved.pk, "use"]))
+    assert Lesson.objects.get(pk=approved.pk).status == LessonStatus.INJECTED
+    assert not client.get(changelist, {"queue": "approved"}).context["cl"].result_list
