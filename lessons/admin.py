@@ -527,19 +527,16 @@ class LessonAdmin(QueueRowsAdmin, admin.ModelAdmin):
     def revisions(self, lesson: Lesson):
         """The draft's text as captured and as each edit left it; the edit link while pending."""
         found = LessonRevision.objects.filter(lesson=lesson).select_related("author")
+
+        def by(r: LessonRevision) -> str:
+            if r.author_id:
+                return r.author.username
+            return lesson.get_source_display() if r.number == 1 else "-"
+
         rows = format_html_join(
-            mark_safe("<br>"),
-            "{}. {} by {}: {} ({} characters)",
-            (
-                (
-                    r.number,
-                    r.created_at.strftime("%Y-%m-%d %H:%M"),
-                    r.author.username if r.author_id else (lesson.get_source_display() if r.number == 1 else "-"),
-                    r.title,
-                    len(r.body),
-                )
-                for r in found
-            ),
+            "",
+            "<details><summary>{}. {} by {}: {}</summary><pre>{}</pre></details>",
+            ((r.number, r.created_at.strftime("%Y-%m-%d %H:%M"), by(r), r.title, r.body) for r in found),
         )
         edit = ""
         if lesson.status == LessonStatus.PENDING:
@@ -547,7 +544,7 @@ class LessonAdmin(QueueRowsAdmin, admin.ModelAdmin):
             edit = format_html("<a class='button' href='{}'>{}</a>", url, gettext("Edit draft"))
         if not rows and not edit:
             return "-"
-        return format_html("{}{}{}", rows, mark_safe("<br>") if rows and edit else "", edit)
+        return format_html("{}{}", rows, edit)
 
     @admin.display(description="audit trail")
     def history(self, lesson: Lesson):
