@@ -4,7 +4,10 @@ Erasure: the person's recall traces go (with the hits they counted). A
 lesson captured from their work stays only if staff approved it -- it is the
 course's knowledge then -- with its link to their submission and attempt
 cut; a draft from their work that staff never approved goes. A staff
-member's lessons and decisions stay without their name.
+member's lessons and decisions stay without their name. A draft's
+revisions (staff edits, SPEC §6) follow their lesson: deleted with it, or
+kept without the evidence quoted from the person's work; a staff member's
+revisions lose their name and note.
 
 Export: which lessons were recalled into their tutor requests -- never the
 trace lines (staff data, SPEC §6), nor lessons that were not recalled.
@@ -17,7 +20,15 @@ from rest_framework import serializers
 
 from feedback.models import ReviewAttempt, Submission
 from lessons.library import lessons_changed
-from lessons.models import DeltaBump, Lesson, LessonKey, LessonStatus, RecallTrace, SkillCandidate
+from lessons.models import (
+    DeltaBump,
+    Lesson,
+    LessonKey,
+    LessonRevision,
+    LessonStatus,
+    RecallTrace,
+    SkillCandidate,
+)
 from lessons.services.capture import BODY_EVIDENCE_CHARS, draft_symptoms
 from lessons.services.store import lesson_keys
 from lessons.text import estimate_tokens, render_lesson, shingles
@@ -53,6 +64,9 @@ class LessonsRights(RightsPart):
         "lessons.Lesson": "from the person's work: kept when staff approved it, its source link cut and the "
         "evidence it quoted from their work removed; else deleted; a staff member's lessons lose their name",
         "lessons.LessonKey": "holds no person (deleted with its lesson)",
+        "lessons.LessonRevision": "a draft's text versions: deleted with a draft from the person's work, "
+        "kept with an approved one without the evidence quoted from their work; a staff member's lose "
+        "their name and note",
         "lessons.SkillCandidate": "kept; a staff member loses their name and note",
         "lessons.DeltaBump": "kept (counts of the course's lessons); a person who sent it loses their name",
     }
@@ -82,6 +96,7 @@ class LessonsRights(RightsPart):
         traces = subject.in_scope(RecallTrace.objects.filter(student=user), "course_id")
         candidates = subject.in_scope(SkillCandidate.objects.filter(decided_by=user), "lesson__course_id")
         bumps = subject.in_scope(DeltaBump.objects.filter(actor=user), "lesson__course_id")
+        edits = subject.in_scope(LessonRevision.objects.filter(author=user), "lesson__course_id")
         courses = set(from_work.values_list("course_id", flat=True)) | set(
             created.values_list("course_id", flat=True)
         )
@@ -91,6 +106,7 @@ class LessonsRights(RightsPart):
             ledger.pseudonymise(Lesson, approved.count() + created.count())
             ledger.pseudonymise(SkillCandidate, candidates.count())
             ledger.pseudonymise(DeltaBump, bumps.count())
+            ledger.pseudonymise(LessonRevision, edits.count())
             return
         quotes = _quotes(attempts)
         for lesson in approved:
@@ -98,10 +114,13 @@ class LessonsRights(RightsPart):
             # The lesson as it read reached the tutor requests it was recalled into.
             reached = [lesson.course_id] if lesson.course_id else Course.objects.values_list("pk", flat=True)
             ledger.pseudonymise(ModelCall, texts_forget(texts=removed, course_ids=reached, dry_run=False))
+        for revision in LessonRevision.objects.filter(lesson__in=approved):
+            _unquote_revision(revision, quotes)
         ledger.pseudonymise(Lesson, approved.update(source_submission=None, source_attempt=None))
         ledger.pseudonymise(Lesson, created.update(created_by=None))
         ledger.pseudonymise(SkillCandidate, candidates.update(decided_by=None, note=""))
         ledger.pseudonymise(DeltaBump, bumps.update(actor=None))
+        ledger.pseudonymise(LessonRevision, edits.update(author=None, note=""))
         if courses:
             lessons_changed(*courses)
 
@@ -133,12 +152,9 @@ def _quotes(attempts) -> list[str]:
     return sorted(found, key=len, reverse=True)
 
 
-def _unquote(lesson: Lesson, quotes: list[str]) -> list[str]:
-    """Remove the person's quoted work from a lesson the course keeps, and
-    write its derived columns (tokens, shingles, recall keys) again. Returns
-    the quotes its body held."""
-    body, symptoms = lesson.body, list(lesson.symptoms)
-    removed = []
+def _without_quotes(body: str, symptoms: list[str], quotes: list[str]) -> tuple[str, list[str], list[str]]:
+    """``body`` and ``symptoms`` without the quotes, and the quotes the body held."""
+    symptoms, removed = list(symptoms), []
     for quote in quotes:
         for form in {quote[:BODY_EVIDENCE_CHARS], redact(quote[:BODY_EVIDENCE_CHARS]).text}:
             if form and form in body:
@@ -148,6 +164,20 @@ def _unquote(lesson: Lesson, quotes: list[str]) -> list[str]:
             s.casefold() for s in draft_symptoms("", redact(quote).text)
         }
         symptoms = [s for s in symptoms if s.casefold() not in quoted]
+    return body, symptoms, removed
+
+
+def _unquote_revision(revision: LessonRevision, quotes: list[str]) -> None:
+    body, symptoms, _ = _without_quotes(revision.body, revision.symptoms, quotes)
+    if (body, symptoms) != (revision.body, revision.symptoms):
+        LessonRevision.objects.filter(pk=revision.pk).update(body=body, symptoms=symptoms)
+
+
+def _unquote(lesson: Lesson, quotes: list[str]) -> list[str]:
+    """Remove the person's quoted work from a lesson the course keeps, and
+    write its derived columns (tokens, shingles, recall keys) again. Returns
+    the quotes its body held."""
+    body, symptoms, removed = _without_quotes(lesson.body, lesson.symptoms, quotes)
     if (body, symptoms) == (lesson.body, lesson.symptoms):
         return removed
     lesson.body, lesson.symptoms = body, symptoms

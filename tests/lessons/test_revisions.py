@@ -13,12 +13,14 @@ from lessons.models import Lesson, LessonKey, LessonRevision, LessonStatus
 from lessons.services.capture import lessons_capture_from_attempt
 from lessons.services.lifecycle import IllegalTransition, lesson_approve
 from lessons.services.revisions import lesson_edit
+from tests.factories import criterion_entry
 from tests.lessons.conftest import make_lesson
 from tests.lessons.test_capture import CI_FAIL, CI_PASS, reviewed
 from tests.lessons.test_tutor_context import fenced
 from tests.tutor.test_context import open_session, send, system_of
 from tutor.kernel.errors import InvalidInput
 from tutor.models import AuditEvent
+from tutor.rights.erasure import student_erase
 
 EDITED = {
     "title": "Empty arrays: return undefined",
@@ -216,3 +218,63 @@ def test_approved_lessons_not_in_use_have_their_own_queue(course, staff):
     client.post(reverse("admin:lessons_lesson_act", args=[approved.pk, "use"]))
     assert Lesson.objects.get(pk=approved.pk).status == LessonStatus.INJECTED
     assert not client.get(changelist, {"queue": "approved"}).context["cl"].result_list
+
+
+# --- data rights (SPEC §13): revisions hold the student's quoted evidence ----------
+
+CANARY = "canary-log-amber-birch-cedar"
+
+
+def quoting_draft(task, student):
+    failing = criterion_entry(
+        "A1", "FAIL", basis="ci", reason="CI failed with exit code 1", evidence=f"1 failing\n{CANARY} broke"
+    )
+    reviewed(student, task, failing)
+    [lesson] = lessons_capture_from_attempt(attempt_id=reviewed(student, task, CI_PASS).pk)
+    return lesson
+
+
+@pytest.mark.django_db
+def test_erasing_the_student_removes_their_quoted_work_from_every_revision_of_a_kept_lesson(
+    task, student, staff
+):
+    lesson = quoting_draft(task, student)
+    lesson_edit(
+        lesson=lesson,
+        actor=staff,
+        title=lesson.title,
+        body=lesson.body + "\nCheck the length first.",
+        tags=lesson.tags,
+        symptoms=lesson.symptoms,
+    )
+    lesson_approve(lesson=lesson, actor=staff)
+    assert all(CANARY in r.body for r in LessonRevision.objects.filter(lesson=lesson))
+
+    report = student_erase(user=student, canaries=(CANARY,))
+
+    assert report.residue == []
+    kept = LessonRevision.objects.filter(lesson=lesson).order_by("number")
+    assert [r.number for r in kept] == [1, 2] and kept[1].author == staff
+    assert all(CANARY not in r.body + " ".join(r.symptoms) for r in kept)
+    assert "Check the length first." in kept[1].body
+
+
+@pytest.mark.django_db
+def test_erasing_the_student_deletes_an_unapproved_draft_with_its_revisions(task, student, staff):
+    lesson = quoting_draft(task, student)
+    lesson_edit(lesson=lesson, actor=staff, title="Edited", body=lesson.body, tags=[], symptoms=[])
+
+    assert student_erase(user=student, canaries=(CANARY,)).residue == []
+    assert not LessonRevision.objects.exists() and not Lesson.objects.filter(pk=lesson.pk).exists()
+
+
+@pytest.mark.django_db
+def test_erasing_a_staff_member_keeps_their_revisions_without_name_or_note(draft, staff):
+    lesson_edit(lesson=draft, actor=staff, title="Edited", body="b", tags=[], symptoms=[], note="by teacher")
+
+    report = student_erase(user=staff)
+
+    assert report.residue == []
+    revision = LessonRevision.objects.get(lesson=draft, number=2)
+    assert (revision.author_id, revision.note, revision.body) == (None, "", "b")
+    assert report.counts["lessons.LessonRevision"]["pseudonymised"] == 1
