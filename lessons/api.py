@@ -15,7 +15,15 @@ from rest_framework.permissions import BasePermission
 from rest_framework.response import Response
 
 from lessons import access
-from lessons.models import Lesson, LessonKind, LessonSource, LessonStatus, RecallTrace, SkillCandidate
+from lessons.models import (
+    Lesson,
+    LessonKind,
+    LessonRevision,
+    LessonSource,
+    LessonStatus,
+    RecallTrace,
+    SkillCandidate,
+)
 from lessons.recall import recalled_item
 from lessons.selectors import lessons_recall, visible_lessons, visible_skill_candidates, visible_traces
 from lessons.serializers import (
@@ -23,7 +31,9 @@ from lessons.serializers import (
     DeltaResultSerializer,
     InjectSerializer,
     LessonCreateSerializer,
+    LessonEditSerializer,
     LessonReasonSerializer,
+    LessonRevisionSerializer,
     LessonSerializer,
     RecallQuerySerializer,
     RecallResponseSerializer,
@@ -40,12 +50,14 @@ from lessons.services.lifecycle import (
     lesson_reject,
     lesson_retire,
 )
+from lessons.services.revisions import lesson_edit
 from lessons.validation import clean_body, clean_symptoms, clean_tags, clean_title
 from tutor.kernel.errors import InvalidInput
 from tutor.models import Course
 from tutor.web.pagination import SeqCursorPagination
 
 CONFLICT = OpenApiResponse(description="The lesson's status does not allow this transition.")
+NOT_PENDING = OpenApiResponse(description="The lesson is no longer pending.")
 
 
 class IsLessonsStaff(BasePermission):
@@ -133,6 +145,39 @@ class LessonViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.G
             review_by=data.get("review_by"),
         )
         return self._answer(lesson, status.HTTP_201_CREATED)
+
+    @extend_schema(
+        request=LessonEditSerializer,
+        responses={
+            200: LessonSerializer,
+            409: OpenApiResponse(description="The lesson is no longer pending."),
+        },
+    )
+    def partial_update(self, request, pk=None):
+        """Edit a pending draft (SPEC §6): a new revision, audited; the captured
+        text stays in ``…/revisions/``. Fields not given stay as they are."""
+        lesson = self.get_object()
+        serializer = LessonEditSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        data = serializer.validated_data
+        lesson_edit(
+            lesson=lesson,
+            actor=request.user,
+            title=data.get("title", lesson.title),
+            body=data.get("body", lesson.body),
+            tags=data.get("tags", lesson.tags),
+            symptoms=data.get("symptoms", lesson.symptoms),
+            note=data["note"],
+        )
+        return self._answer(lesson)
+
+    @extend_schema(responses={200: LessonRevisionSerializer(many=True)})
+    @action(detail=True, methods=["get"])
+    def revisions(self, request, pk=None):
+        """The draft's text as captured (1) and as each staff edit left it."""
+        lesson = self.get_object()
+        found = LessonRevision.objects.filter(lesson=lesson).select_related("author").order_by("number")
+        return Response(LessonRevisionSerializer(found, many=True).data)
 
     @extend_schema(request=LessonReasonSerializer, responses={200: LessonSerializer, 409: CONFLICT})
     @action(detail=True, methods=["post"])

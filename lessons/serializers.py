@@ -14,6 +14,7 @@ from lessons.models import (
     TITLE_MAX_CHARS,
     Lesson,
     LessonKind,
+    LessonRevision,
     RecallTrace,
     RejectReason,
     SkillCandidate,
@@ -87,6 +88,49 @@ class LessonCreateSerializer(serializers.Serializer):
     )
     kind = serializers.ChoiceField(choices=LessonKind.choices, default=LessonKind.NOTE)
     review_by = serializers.DateField(required=False, allow_null=True)
+
+
+class LessonEditSerializer(serializers.Serializer):
+    """A staff edit of a pending draft: the fields given replace the draft's
+    (the others stay as they are); ``note`` says why, for the audit trail."""
+
+    title = StrictCharField(required=False, max_length=TITLE_MAX_CHARS)
+    body = StrictCharField(required=False, max_length=BODY_MAX_CHARS)
+    tags = serializers.ListField(
+        child=StrictCharField(max_length=TAG_MAX_CHARS), max_length=MAX_TAGS, required=False
+    )
+    symptoms = serializers.ListField(
+        child=StrictCharField(max_length=SYMPTOM_MAX_CHARS), max_length=MAX_SYMPTOMS, required=False
+    )
+    note = StrictCharField(required=False, allow_blank=True, default="", max_length=NOTE_MAX_CHARS)
+
+
+class LessonRevisionSerializer(serializers.ModelSerializer):
+    tags = serializers.ListField(child=serializers.CharField(), read_only=True)
+    symptoms = serializers.ListField(child=serializers.CharField(), read_only=True)
+    redaction_kinds = serializers.DictField(child=serializers.IntegerField(), read_only=True)
+    author = serializers.SerializerMethodField(
+        help_text="the staff member's username; null: capture or entry"
+    )
+
+    class Meta:
+        model = LessonRevision
+        fields = [
+            "number",
+            "title",
+            "body",
+            "tags",
+            "symptoms",
+            "redactions",
+            "redaction_kinds",
+            "author",
+            "note",
+            "created_at",
+        ]
+        read_only_fields = fields
+
+    def get_author(self, revision: LessonRevision) -> str | None:
+        return revision.author.username if revision.author_id else None
 
 
 class RejectSerializer(serializers.Serializer):

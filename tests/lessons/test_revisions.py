@@ -14,7 +14,7 @@ from lessons.services.capture import lessons_capture_from_attempt
 from lessons.services.lifecycle import IllegalTransition, lesson_approve
 from lessons.services.revisions import lesson_edit
 from tests.factories import criterion_entry
-from tests.lessons.conftest import make_lesson
+from tests.lessons.conftest import errors, make_lesson
 from tests.lessons.test_capture import CI_FAIL, CI_PASS, reviewed
 from tests.lessons.test_tutor_context import fenced
 from tests.tutor.test_context import open_session, send, system_of
@@ -278,3 +278,66 @@ def test_erasing_a_staff_member_keeps_their_revisions_without_name_or_note(draft
     revision = LessonRevision.objects.get(lesson=draft, number=2)
     assert (revision.author_id, revision.note, revision.body) == (None, "", "b")
     assert report.counts["lessons.LessonRevision"]["pseudonymised"] == 1
+
+
+# --- the same edit through the API (SPEC §7: bad input is a 400 on its field) -------
+
+
+def patch(client, lesson, **body):
+    return client.patch(f"/api/lessons/{lesson.pk}/", body, format="json")
+
+
+@pytest.mark.django_db
+def test_staff_edit_a_draft_through_the_api_and_read_its_revisions(draft, staff, staff_client):
+    captured_body = draft.body
+
+    response = patch(staff_client, draft, body="Check xs.length first.", tags=["javascript"], note="shorter")
+
+    assert response.status_code == 200, response.content
+    shown = response.json()
+    assert (shown["body"], shown["tags"], shown["title"]) == (
+        "Check xs.length first.",
+        ["javascript"],
+        draft.title,
+    )
+    revisions = staff_client.get(f"/api/lessons/{draft.pk}/revisions/").json()
+    assert [(r["number"], r["author"], r["body"]) for r in revisions] == [
+        (1, None, captured_body),
+        (2, staff.username, "Check xs.length first."),
+    ]
+    assert revisions[1]["note"] == "shorter"
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        ({"title": "\u200b"}, "title"),
+        ({"body": "\u200b\ufeff"}, "body"),
+        ({"body": ""}, "body"),
+        ({"tags": ["docs", "\u200b"]}, "tags.1"),
+        ({"symptoms": ["\u2060"]}, "symptoms.0"),
+        ({"tags": "docs"}, "tags"),
+        ({"title": 7}, "title"),
+    ],
+)
+def test_bad_api_edits_are_400_on_the_field_and_change_nothing(draft, staff_client, body, field):
+    before = Lesson.objects.values().get(pk=draft.pk)
+
+    response = patch(staff_client, draft, **body)
+
+    assert response.status_code == 400, response.content
+    assert field in errors(response)
+    assert Lesson.objects.values().get(pk=draft.pk) == before and not LessonRevision.objects.exists()
+
+
+@pytest.mark.django_db
+def test_api_edits_are_staffs_of_the_course_and_of_pending_drafts_only(
+    draft, staff, student_client, other_staff_client, staff_client
+):
+    assert patch(student_client, draft, title="mine").status_code == 403
+    assert patch(other_staff_client, draft, title="theirs").status_code == 404
+    assert student_client.get(f"/api/lessons/{draft.pk}/revisions/").status_code == 403
+    lesson_approve(lesson=draft, actor=staff)
+    assert patch(staff_client, draft, title="late").status_code == 409
+    assert not LessonRevision.objects.exists()
