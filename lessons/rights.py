@@ -10,7 +10,10 @@ kept without the evidence quoted from the person's work; a staff member's
 revisions lose their name and note.
 
 Export: which lessons were recalled into their tutor requests -- never the
-trace lines (staff data, SPEC §6), nor lessons that were not recalled.
+trace lines (staff data, SPEC §6), nor lessons that were not recalled. Draft
+revisions are staff's work on course knowledge: the only text of the
+student's they hold is quoted evidence, which the export carries with the
+submissions it came from.
 """
 
 from __future__ import annotations
