@@ -6,7 +6,7 @@ The person arrives by an LTI launch (so they have an identity, an LMS
 -- reviewed by the model through the fake model server -- asks for a
 regrade, talks to the tutor (a factual correction, a preference, an
 explicit correction), and their fixed criterion becomes a lesson that staff
-approve. A classmate lives alongside, so that what is theirs can be checked
+edit and approve. A classmate lives alongside, so that what is theirs can be checked
 to stay."""
 
 from __future__ import annotations
@@ -132,8 +132,11 @@ def live(*, course, task, platform, staff, fake_llm, capture, sub: str | None = 
         other, task, "first() returns undefined for an empty array; classmate's own words.", {}, "", capture
     )
 
-    # The captured lesson: staff approve it, so it stays for the course.
+    # The captured lesson: staff edit it (a revision keeps the captured text)
+    # and approve it, so it stays for the course.
     [draft] = staff_client.get("/api/lessons/", {"status": "pending"}).json()["results"]
+    edit = {"body": draft["body"] + "\nName both words in the report.", "note": "clearer"}
+    assert staff_client.patch(f"/api/lessons/{draft['id']}/", edit, format="json").status_code == 200
     assert staff_client.post(f"/api/lessons/{draft['id']}/approve/", {}, format="json").status_code == 200
     life.lesson = Lesson.objects.get(pk=draft["id"])
 

@@ -12,7 +12,7 @@ from django.db import connection
 
 from corrections.models import Correction, Fact, MemoryItem
 from feedback.models import ReviewAttempt, Submission
-from lessons.models import Lesson, LessonStatus, RecallTrace
+from lessons.models import Lesson, LessonRevision, LessonStatus, RecallTrace
 from tests.factories import enroll
 from tests.rights.life import live
 from tutor.lti.models import Identity, ScorePost
@@ -83,6 +83,7 @@ def test_a_whole_life_erased_leaves_no_residue_and_the_course_keeps_its_records(
     ]
     lesson = Lesson.objects.get(pk=life.lesson.pk)
     assert lesson.status == LessonStatus.APPROVED and lesson.source_submission_id is None
+    assert LessonRevision.objects.filter(lesson=lesson).count() == 2  # captured, then staff's edit
     # The classmate's rows are untouched.
     assert classmates == (
         Submission.objects.filter(student=life.classmate).count(),
