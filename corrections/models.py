@@ -582,7 +582,7 @@ class Correction(TopicMixin):
 class PendingDetection(models.Model):
     """The outbox of detection (SPEC §5: detection runs on every user
     message). Written with a user message that can be a correction, in its
-    write (``corrections.receivers.detection_outbox_rows``), and deleted by
+    write (``corrections.receivers.detection_outbox_record``), and deleted by
     the detection task once it has
     run: whatever happens between the commit and the worker -- the web
     process dies before it publishes, the broker refuses the task or loses

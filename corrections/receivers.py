@@ -6,20 +6,19 @@ from django.db import transaction
 from django.db.models.signals import post_delete, post_save
 
 from tutor.models import Task, TutorMessage
-from tutor.signals import user_message_handled, user_message_rows
+from tutor.signals import user_message_handled, user_message_records
 
 
-def detection_outbox_rows(sender, message, **kwargs) -> list:
+def detection_outbox_record(sender, message, **kwargs) -> list:
     """SPEC §5: a user message's detection goes in the outbox in the write
-    that stores the message (``tutor.signals.user_message_rows``), so no
+    that stores the message (``tutor.signals.user_message_records``), so no
     crash between the commit and the worker loses it -- when the message can
     be a correction at all (``corrections.services.dispatch.detection_needed``)."""
-    from corrections.services.dispatch import OUTBOX_ROW, detection_needed, detection_row
-    from tutor.db.guarded_writes import Row
+    from corrections.services.dispatch import detection_needed, detection_row
 
     if message.role != TutorMessage.Role.USER or not detection_needed(message):
         return []
-    return [Row(OUTBOX_ROW, detection_row(message=message))]
+    return [detection_row(message=message)]
 
 
 def enqueue_detection(sender, message, session, reply, **kwargs) -> None:
@@ -92,7 +91,7 @@ def memory_item_deleted(sender, *, instance, **kwargs) -> None:
 def connect_receivers() -> None:
     from corrections.models import Fact, MemoryItem, ProcessRule
 
-    user_message_rows.connect(detection_outbox_rows, dispatch_uid="corrections.detection_outbox_rows")
+    user_message_records.connect(detection_outbox_record, dispatch_uid="corrections.detection_outbox_record")
     user_message_handled.connect(enqueue_detection, dispatch_uid="corrections.enqueue_detection")
     post_save.connect(index_task, sender=Task, dispatch_uid="corrections.index_task")
     post_delete.connect(memory_item_deleted, sender=MemoryItem, dispatch_uid="corrections.memory.deleted")

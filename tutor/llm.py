@@ -28,7 +28,7 @@ from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
 from django.utils import timezone
 
-from tutor.db.prepared import PreparedInsert
+from tutor.db.prepared import prepared_insert
 from tutor.kernel.correlation import get_correlation_id
 from tutor.kernel.errors import ServiceUnavailable
 from tutor.kernel.redaction import redact_json, redact_text
@@ -127,7 +127,7 @@ def _client() -> httpx.Client:
 
 
 # Every model call is a row (SPEC §4), the offline tutor's on every message (SPEC §10).
-MODEL_CALL = PreparedInsert(ModelCall)
+MODEL_CALL = prepared_insert(ModelCall)
 
 
 def _record(

@@ -8,10 +8,11 @@ committed, or after the 503. The corrections app enqueues its detection
 from here (SPEC §4: on commit, after the reply or the 503, never before the
 tutor's model call).
 
-``user_message_rows``: a user message is about to be stored. Each receiver
-returns the rows (``tutor.db.guarded_writes.Row``) its app stores with it, in
-the same atomic write -- written exactly when the message is: the corrections
-app's detection outbox row. The message is unsaved then: its id, session,
+``user_message_records``: a user message is about to be stored. Each
+receiver returns the unsaved model instances its app stores with it --
+written with the message, exactly when it is: the corrections app's
+detection outbox row. How they are written is the tutor turn's concern
+(``tutor.chat.services``). The message is unsaved then: its id, session,
 role and content are set, its position not yet.
 """
 
@@ -20,5 +21,5 @@ from django.dispatch import Signal
 # kwargs: message (TutorMessage), session (TutorSession), reply (TutorMessage | None)
 user_message_handled = Signal()
 
-# kwargs: message (TutorMessage, unsaved); returns list[tutor.db.guarded_writes.Row]
-user_message_rows = Signal()
+# kwargs: message (TutorMessage, unsaved); returns a list of unsaved model instances
+user_message_records = Signal()

@@ -41,7 +41,6 @@ from django.utils import timezone
 
 from corrections.conf import setting
 from corrections.models import PendingDetection
-from tutor.db.prepared import PreparedInsert
 
 log = logging.getLogger(__name__)
 
@@ -52,10 +51,6 @@ def _interval() -> timedelta:
 
 def _visibility() -> timedelta:
     return timedelta(seconds=settings.CELERY_VISIBILITY_TIMEOUT)
-
-
-# Written with every user message that can be a correction (SPEC §10).
-OUTBOX_ROW = PreparedInsert(PendingDetection)
 
 
 # The answer of ``detection_needed``, kept on the message instance between
@@ -78,7 +73,7 @@ def detection_needed(message) -> bool:
 
 def detection_row(*, message, now: datetime | None = None) -> PendingDetection:
     """The outbox row (unsaved) of a user message being stored: written with
-    it (``corrections.receivers.detection_outbox_rows``)."""
+    it (``corrections.receivers.detection_outbox_record``)."""
     return PendingDetection(
         message=message,
         correlation_id=(message.correlation_id or "")[:64],

@@ -25,7 +25,7 @@ from tests.factories import (
 )
 from tutor.coursefile import course_import, validate_course
 from tutor.models import ModelCall, TutorMessage, TutorSession
-from tutor.signals import user_message_rows
+from tutor.signals import user_message_records
 
 SESSIONS = "/api/tutor/sessions/"
 META_KEYS = {
@@ -162,11 +162,11 @@ def test_a_session_archived_while_a_message_is_on_its_way_is_refused_as_archived
         assert open_session(student_client, task, new=True).status_code == 201
         return []
 
-    user_message_rows.connect(archived_meanwhile)
+    user_message_records.connect(archived_meanwhile)
     try:
         refused = send(student_client, old_id, "hello?")
     finally:
-        user_message_rows.disconnect(archived_meanwhile)
+        user_message_records.disconnect(archived_meanwhile)
 
     assert refused.status_code == 409
     assert "archived" in refused.json()["errors"][0]["detail"], refused.json()

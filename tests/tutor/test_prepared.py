@@ -27,7 +27,14 @@ from tutor.chat.selectors import (
     student_task,
 )
 from tutor.chat.services import CLAIM, REPLY, session_open
-from tutor.db.prepared import PreparationError, PreparedInsert, PreparedQuery, PreparedUpdate, Updated
+from tutor.db.prepared import (
+    PreparationError,
+    PreparedInsert,
+    PreparedQuery,
+    PreparedUpdate,
+    Updated,
+    prepared_insert,
+)
 from tutor.models import Course, Rubric, Task, TutorMessage, TutorSession
 
 # A session's message count set to a value: the plainest update there is.
@@ -601,13 +608,13 @@ def test_the_tutor_turn_inserts_match_the_orm(task, student, monkeypatch):
     """Each row a turn writes: its two messages (with JSON), the model call
     (JSON, a null foreign key), the detection outbox row (a one-to-one
     primary key), the recall trace and a recalled lesson (an automatic key)."""
-    from corrections.services.dispatch import OUTBOX_ROW
+    from corrections.models import PendingDetection
     from lessons.models import RecalledLesson, RecallTrace
-    from lessons.services.usage import RECALLED, TRACE
     from tutor.chat.services import MESSAGE
     from tutor.llm import MODEL_CALL
     from tutor.models import ModelCall
 
+    outbox, traces, recalled = (prepared_insert(m) for m in (PendingDetection, RecallTrace, RecalledLesson))
     session, _ = session_open(student=student, task=task)
     message = assert_insert_matches_orm(
         MESSAGE, monkeypatch, id=uuid.uuid4(), session=session, position=1, role=TutorMessage.Role.USER,
@@ -615,7 +622,7 @@ def test_the_tutor_turn_inserts_match_the_orm(task, student, monkeypatch):
         context_meta={"a": [1, "x"], "b": None},
     )  # fmt: skip
     assert_insert_matches_orm(
-        OUTBOX_ROW, monkeypatch, message=message, correlation_id="c1", due_at=NOW + timedelta(hours=1)
+        outbox, monkeypatch, message=message, correlation_id="c1", due_at=NOW + timedelta(hours=1)
     )
     assert_insert_matches_orm(
         MODEL_CALL, monkeypatch, id=uuid.uuid4(), purpose="tutor", course_id=None, correlation_id="c1",
@@ -623,12 +630,12 @@ def test_the_tutor_turn_inserts_match_the_orm(task, student, monkeypatch):
         status=ModelCall.Status.OFFLINE,
     )  # fmt: skip
     trace = assert_insert_matches_orm(
-        TRACE, monkeypatch, id=uuid.uuid4(), correlation_id="c1", course_id=task.course_id, student=student,
+        traces, monkeypatch, id=uuid.uuid4(), correlation_id="c1", course_id=task.course_id, student=student,
         task=task, session_id=session.pk, context={"tags": ["t"]}, params={"top_k": 3}, lines=[],
         counts={"recalled": 0}, omitted={}, used_tokens=0, budget_tokens=800,
     )  # fmt: skip
     lesson = make_lesson(course=task.course)
-    assert_insert_matches_orm(RECALLED, monkeypatch, trace=trace, lesson=lesson, rank=1)
+    assert_insert_matches_orm(recalled, monkeypatch, trace=trace, lesson=lesson, rank=1)
     assert RecalledLesson.objects.filter(trace=trace).count() == 1
     assert RecallTrace.objects.filter(pk=trace.pk).exists()
 
@@ -636,8 +643,8 @@ def test_the_tutor_turn_inserts_match_the_orm(task, student, monkeypatch):
 def test_create_many_stores_the_rows_bulk_create_stores(task, student):
     """One INSERT run per row (one ``executemany``), the rows as ``bulk_create`` leaves them."""
     from lessons.models import RecalledLesson, RecallTrace
-    from lessons.services.usage import RECALLED
 
+    RECALLED = prepared_insert(RecalledLesson)
     trace = RecallTrace.objects.create(
         correlation_id="c", course_id=task.course_id, student=student, task=task, context={}, params={},
         lines=[], counts={}, omitted={}, used_tokens=0, budget_tokens=800,

@@ -24,12 +24,12 @@ from tutor.chat.assembler import (
 from tutor.chat.offline import offline_reply
 from tutor.chat.selectors import earlier_messages
 from tutor.db.guarded_writes import Row, guarded_write
-from tutor.db.prepared import PreparedInsert, PreparedUpdate
+from tutor.db.prepared import PreparedUpdate, prepared_insert
 from tutor.kernel.errors import Conflict, ServiceUnavailable
 from tutor.kernel.redaction import redact, unmarked
 from tutor.models import NoticeAcknowledgement, Task, TutorMessage, TutorSession
 from tutor.rights.notice import notice_check
-from tutor.signals import user_message_handled, user_message_rows
+from tutor.signals import user_message_handled, user_message_records
 
 log = logging.getLogger(__name__)
 
@@ -115,12 +115,12 @@ REPLY = PreparedUpdate(
     reply_update, returning="message_count", session_id="uuid", claim="datetime", count="int"
 )
 # And its two messages (each with its signals: the detection outbox row is a receiver's).
-MESSAGE = PreparedInsert(TutorMessage)
+MESSAGE = prepared_insert(TutorMessage)
 
 
 def _claim(session: TutorSession, content: str, correlation_id: str) -> tuple:
     """Take the session's reply slot and store the user message it is taken
-    for -- with the rows other apps store with it (``user_message_rows``) --
+    for -- with the records other apps store with it (``user_message_records``) --
     in one atomic write (``tutor.db.guarded_writes``): nothing is written for a
     session that is busy or archived. Returns the claim's time, which is
     also its token (only the request holding it may store the reply or
@@ -132,8 +132,8 @@ def _claim(session: TutorSession, content: str, correlation_id: str) -> tuple:
         session=session, role=TutorMessage.Role.USER, content=content, correlation_id=correlation_id
     )
     rows = [Row(MESSAGE, message, from_guard=("position",))]
-    for _, extra in user_message_rows.send(sender=TutorMessage, message=message):
-        rows.extend(extra or ())
+    for _, records in user_message_records.send(sender=TutorMessage, message=message):
+        rows.extend(Row.of(record) for record in records or ())
     values = {"session_id": session.pk, "now": now, "expired_before": reply_claim_expiry()}
     claimed = guarded_write(
         CLAIM,

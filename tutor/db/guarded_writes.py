@@ -45,7 +45,7 @@ from dataclasses import dataclass, field
 from django.db import connections, models, transaction
 from django.db.models.signals import post_save, pre_save
 
-from tutor.db.prepared import PreparedInsert, PreparedUpdate, Updated
+from tutor.db.prepared import PreparedInsert, PreparedUpdate, Updated, prepared_insert
 from tutor.db.statements import fetch_all, native_sql
 
 GUARD = "guard"
@@ -61,6 +61,19 @@ class Row:
     insert: PreparedInsert
     obj: models.Model
     from_guard: tuple[str, ...] = field(default=())
+
+    @classmethod
+    def of(cls, obj: models.Model, from_guard: tuple[str, ...] = ()) -> Row:
+        """``obj``'s row, through its model's one ``PreparedInsert``."""
+        return cls(prepared_insert(type(obj)), obj, from_guard)
+
+
+def insert_in_order(objs, *, using: str) -> None:
+    """Insert unsaved ``objs`` (of any models) one after another, as the rows
+    of a guarded write would be -- a model's consecutive rows as one
+    ``executemany`` -- where no UPDATE guards them (a write apart)."""
+    for model, group in itertools.groupby(objs, key=type):
+        prepared_insert(model).create_many(list(group), using=using)
 
 
 def statement_sql(guard_sql: str, returning: str, rows: list[Row], using: str) -> str:

@@ -521,3 +521,16 @@ class PreparedInsert:
                     sender=model, instance=obj, created=True, update_fields=None, raw=False, using=using
                 )
         return objs
+
+
+_INSERTS: dict[type[models.Model], PreparedInsert] = {}
+
+
+def prepared_insert(model: type[models.Model]) -> PreparedInsert:
+    """This process's one ``PreparedInsert`` of ``model``, made at its first
+    use: what stores the unsaved instances a hook or a section hands the
+    tutor turn (``tutor.db.guarded_writes.Row.of``)."""
+    found = _INSERTS.get(model)
+    if found is None:
+        found = _INSERTS.setdefault(model, PreparedInsert(model))
+    return found
