@@ -259,9 +259,6 @@ class FactsSection(BudgetedSection):
             limit=limit,
         )
 
-    def snapshot_keys(self, request):
-        return corrections_scope_keys(request.task.course_id)
-
     def line(self, fact, item_chars):
         statement, was_cut = cut(_one_line(fact["statement"]), item_chars)
         if fact["status"] != FactStatus.DISPUTED:
@@ -304,9 +301,6 @@ class ProcessRulesSection(BudgetedSection):
             return rules_from_snapshot(snapshot, limit=limit)
         return process_rules_for_context(course_id=request.task.course_id, limit=limit)
 
-    def snapshot_keys(self, request):
-        return corrections_scope_keys(request.task.course_id)
-
     def line(self, rule, item_chars):
         text, was_cut = cut(_one_line(rule["statement"]), item_chars)
         return f"- {text}", was_cut
@@ -328,9 +322,6 @@ class PreferencesSection(BudgetedSection):
 
     def rows(self, request, limit):
         return memory(request)[0]
-
-    def snapshot_keys(self, request):
-        return memory_scope_keys(request.student.pk)
 
     def line(self, item, item_chars):
         text, was_cut = cut(_one_line(item["content"]), item_chars)
@@ -359,9 +350,6 @@ class MemoriesSection(BudgetedSection):
 
     def rows(self, request, limit):
         return memory(request)[1]
-
-    def snapshot_keys(self, request):
-        return memory_scope_keys(request.student.pk)
 
     def line(self, item, item_chars):
         text, was_cut = cut(_one_line(item["content"]), item_chars)

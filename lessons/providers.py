@@ -6,22 +6,24 @@ the student's context carries them (after the field cuts; for a hidden
 criterion only its text, never its reason or evidence) and in the student's
 message. Recalled lessons go in fenced as data. The preview shows the
 recalled lessons only; the trace -- with the titles of lessons not recalled
--- is staff data, stored by ``after_send`` for real sends only.
+-- is staff data, stored with the reply of a real send only (``send_effects``).
 """
 
 from __future__ import annotations
 
-from lessons.library import (
-    lessons_preview_recall,
-    lessons_scope_keys,
-    lessons_send_recall,
-    other_lessons_scope_keys,
-)
+from lessons.library import lessons_preview_recall, lessons_send_recall
 from lessons.recall import recalled_item
-from lessons.services.usage import recall_record, recall_rows
+from lessons.services.usage import recall_effects
 from lessons.text import render_lesson
 from tutor.context.budgets import budget
-from tutor.context.providers import LESSONS_CHARS, LESSONS_POSITION, ContextRequest, Section, SectionProvider
+from tutor.context.providers import (
+    LESSONS_CHARS,
+    LESSONS_POSITION,
+    ContextRequest,
+    Section,
+    SectionProvider,
+    SendEffects,
+)
 from tutor.kernel.fencing import fence
 from tutor.kernel.rubrics import is_hidden
 
@@ -59,7 +61,7 @@ class LessonsSection(SectionProvider):
         # the snapshots (``lessons.library``: the request's first query reads
         # their versions). A preview writes no trace line; a real send also
         # lists and counts the scope's other lessons for the trace
-        # ``after_send`` stores, and reads the recalled lessons as committed
+        # ``send_effects`` reports, and reads the recalled lessons as committed
         # (which of them its session already used; that they are still
         # injected).
         if request.preview:
@@ -91,30 +93,11 @@ class LessonsSection(SectionProvider):
             state=result,
         )
 
-    def snapshot_keys(self, request: ContextRequest) -> tuple[str, ...]:
-        course_id = request.task.course_id
-        if request.preview:
-            return lessons_scope_keys(course_id)
-        return lessons_scope_keys(course_id) + other_lessons_scope_keys(course_id)
-
-    def after_send(self, request: ContextRequest, section: Section) -> None:
-        """The stored trace, hit counts and promotion of a real send."""
-        if request.preview or section.state is None:
-            return
-        recall_record(
-            result=section.state,
-            student=request.student,
-            task=request.task,
-            session_id=request.session_id,
-            correlation_id=request.correlation_id,
-        )
-
-    def after_send_rows(self, request: ContextRequest, section: Section) -> list | None:
-        """The trace and its recalled lessons as rows of the reply's write,
-        when no recalled lesson is a new use of the session (``recall_rows``)."""
-        if request.preview or section.state is None:
-            return []
-        return recall_rows(
+    def send_effects(self, request: ContextRequest, section: Section) -> SendEffects | None:
+        """The stored trace, hit counts and promotion of a real send (``recall_effects``)."""
+        if section.state is None:
+            return None
+        return recall_effects(
             result=section.state,
             student=request.student,
             task=request.task,

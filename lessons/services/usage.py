@@ -4,6 +4,8 @@ candidate. Previews never come here."""
 
 from __future__ import annotations
 
+from functools import partial
+
 from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
@@ -13,8 +15,7 @@ from lessons.library import lessons_changed
 from lessons.models import Lesson, LessonHit, RecalledLesson, RecallTrace, SkillCandidate
 from lessons.recall import RecallResult
 from tutor.audit import audit_record
-from tutor.db.guarded_writes import Row
-from tutor.db.prepared import PreparedInsert
+from tutor.context.providers import SendEffects
 from tutor.kernel.conf import optional_setting
 from tutor.kernel.errors import Conflict
 from tutor.models import AuditEvent
@@ -23,16 +24,11 @@ from tutor.models import AuditEvent
 LESSON_PROMOTE_HITS = 3
 
 
-# A real send's trace and its recalled lessons: on every message (SPEC §10).
-TRACE = PreparedInsert(RecallTrace)
-RECALLED = PreparedInsert(RecalledLesson)
-
-
 def promote_hits() -> int:
     return int(optional_setting("LESSON_PROMOTE_HITS", LESSON_PROMOTE_HITS))
 
 
-def _trace(result: RecallResult, *, student, task, session_id, correlation_id: str) -> RecallTrace:
+def recall_trace(result: RecallResult, *, student, task, session_id, correlation_id: str) -> RecallTrace:
     """The trace of one real request (unsaved)."""
     return RecallTrace(
         correlation_id=correlation_id,
@@ -50,73 +46,56 @@ def _trace(result: RecallResult, *, student, task, session_id, correlation_id: s
     )
 
 
-def recall_record(*, result: RecallResult, student, task, session_id, correlation_id: str) -> RecallTrace:
-    """Store the trace of one real request, and count each recalled lesson's
-    use at most once per (lesson, session): ``hit_count`` + 1 and
-    ``last_hit`` = today in one atomic UPDATE. A lesson whose ``hit_count``
-    then stands at ≥ LESSON_PROMOTE_HITS and has no skill candidate gets one
-    -- once, whatever races (one candidate per lesson, a unique constraint).
-    Atomic on its own; inside a caller's transaction, part of it: a failure
-    marks that transaction for rollback, so a caller that must survive one
-    wraps the call in a savepoint (a send's effects run in one, in the
-    reply's transaction: ``tutor.chat.services.message_after_send``)."""
-    recalled = result.recalled_ids
-    trace = _trace(result, student=student, task=task, session_id=session_id, correlation_id=correlation_id)
-    if not recalled:
-        return TRACE.create_many([trace])[0]
-    with transaction.atomic(savepoint=False):
-        TRACE.create_many([trace])
-        RECALLED.create_many(_recalled(trace, recalled))
-        # Lessons the session had used when recall read them stay used: only
-        # the others can be new uses (a session's sends never overlap).
-        new = [lesson_id for lesson_id in recalled if lesson_id not in result.used_in_session]
-        if session_id is None or not new:
-            return trace
-        # A hit row per (lesson, session): the ones this trace got are the new
-        # uses, counted and checked for promotion without reading them back.
-        LessonHit.objects.bulk_create(
-            (LessonHit(lesson_id=lesson_id, session_id=session_id, trace=trace) for lesson_id in new),
-            ignore_conflicts=True,
-        )
-        counted = LessonHit.objects.filter(trace=trace).values("lesson_id")
-        Lesson.objects.filter(pk__in=counted).update(
-            hit_count=F("hit_count") + 1, last_hit=result.context.today
-        )
-        today = result.context.today
-        stale = {s.row.course_id for s in result.recalled if s.row.id in new and s.row.last_hit != today}
-        if stale:
-            # A lesson's decay part counts from its last hit (SPEC §6): the
-            # snapshots are stale once a day per lesson, not on every hit --
-            # every course's when the lesson is a global one. Only injected
-            # lessons are hit.
-            lessons_changed(*stale, other=False)
-        promoted = Lesson.objects.filter(
-            pk__in=counted, hit_count__gte=promote_hits(), skill_candidate__isnull=True
-        ).values_list("pk", "hit_count")
-        SkillCandidate.objects.bulk_create(
-            (SkillCandidate(lesson_id=pk, hit_count=hits) for pk, hits in promoted), ignore_conflicts=True
-        )
-    return trace
-
-
-def _recalled(trace: RecallTrace, lesson_ids: list) -> list[RecalledLesson]:
-    return [
+def recall_effects(*, result: RecallResult, student, task, session_id, correlation_id: str) -> SendEffects:
+    """A real send's recall, as the tutor turn stores it with the reply: the
+    trace and its recalled lessons (unsaved), and -- when a recalled lesson
+    is a new use of the session -- the count of those uses as the follow-up
+    (``recall_uses_count``). Lessons the session had used when recall read
+    them stay used: only the others can be new uses (a session's sends never
+    overlap)."""
+    trace = recall_trace(
+        result, student=student, task=task, session_id=session_id, correlation_id=correlation_id
+    )
+    recalled = [
         RecalledLesson(trace=trace, lesson_id=lesson_id, rank=rank)
-        for rank, lesson_id in enumerate(lesson_ids, 1)
+        for rank, lesson_id in enumerate(result.recalled_ids, 1)
     ]
+    new = [lesson_id for lesson_id in result.recalled_ids if lesson_id not in result.used_in_session]
+    follow_up = None
+    if session_id is not None and new:
+        follow_up = partial(recall_uses_count, result=result, trace=trace, session_id=session_id, new=new)
+    return SendEffects(records=(trace, *recalled), follow_up=follow_up)
 
 
-def recall_rows(*, result: RecallResult, student, task, session_id, correlation_id: str) -> list[Row] | None:
-    """``recall_record``'s writes as rows to store with the reply
-    (``tutor.db.guarded_writes``) -- the trace and its recalled lessons -- when
-    that is all they are: no recalled lesson is a new use of the session
-    (nothing to count, nothing to promote). None otherwise: ``recall_record``
-    then writes them."""
-    recalled = result.recalled_ids
-    if session_id is not None and any(lesson_id not in result.used_in_session for lesson_id in recalled):
-        return None
-    trace = _trace(result, student=student, task=task, session_id=session_id, correlation_id=correlation_id)
-    return [Row(TRACE, trace), *(Row(RECALLED, row) for row in _recalled(trace, recalled))]
+def recall_uses_count(*, result: RecallResult, trace: RecallTrace, session_id, new: list) -> None:
+    """Count each recalled lesson's use at most once per (lesson, session),
+    once ``trace`` is stored: ``hit_count`` + 1 and ``last_hit`` = today in
+    one atomic UPDATE. A lesson whose ``hit_count`` then stands at ≥
+    LESSON_PROMOTE_HITS and has no skill candidate gets one -- once, whatever
+    races (one candidate per lesson, a unique constraint). Runs in the
+    reply's transaction (``tutor.chat.services``), in a savepoint of its own."""
+    # A hit row per (lesson, session): the ones this trace got are the new
+    # uses, counted and checked for promotion without reading them back.
+    LessonHit.objects.bulk_create(
+        (LessonHit(lesson_id=lesson_id, session_id=session_id, trace=trace) for lesson_id in new),
+        ignore_conflicts=True,
+    )
+    counted = LessonHit.objects.filter(trace=trace).values("lesson_id")
+    today = result.context.today
+    Lesson.objects.filter(pk__in=counted).update(hit_count=F("hit_count") + 1, last_hit=today)
+    stale = {s.row.course_id for s in result.recalled if s.row.id in new and s.row.last_hit != today}
+    if stale:
+        # A lesson's decay part counts from its last hit (SPEC §6): the
+        # snapshots are stale once a day per lesson, not on every hit --
+        # every course's when the lesson is a global one. Only injected
+        # lessons are hit.
+        lessons_changed(*stale, other=False)
+    promoted = Lesson.objects.filter(
+        pk__in=counted, hit_count__gte=promote_hits(), skill_candidate__isnull=True
+    ).values_list("pk", "hit_count")
+    SkillCandidate.objects.bulk_create(
+        (SkillCandidate(lesson_id=pk, hit_count=hits) for pk, hits in promoted), ignore_conflicts=True
+    )
 
 
 @transaction.atomic(durable=True)

@@ -69,14 +69,14 @@ def test_a_failing_effect_is_rolled_back_alone_and_the_reply_is_stored(
     bulk_lessons(course, 3, tags=TASK_TAGS)
     from lessons.services import usage
 
-    real_trace = usage._trace
+    real_trace = usage.recall_trace
 
     def refused(*args, **kwargs):
         trace = real_trace(*args, **kwargs)
         trace.budget_tokens = -1  # RecallTrace: CHECK (budget_tokens >= 0)
         return trace
 
-    monkeypatch.setattr(usage, "_trace", refused)
+    monkeypatch.setattr(usage, "recall_trace", refused)
     with caplog.at_level(logging.ERROR, logger="tutor.chat.services"):
         response = send(student_client, session_id)
 
@@ -169,7 +169,7 @@ def test_a_savepoint_that_cannot_be_rolled_back_is_a_503_not_a_lost_reply(
             raise DatabaseError("the connection broke")
         return real_rollback(sid)
 
-    monkeypatch.setattr(usage, "_trace", failing)
+    monkeypatch.setattr(usage, "recall_uses_count", failing)  # the lessons' first uses: a follow-up
     monkeypatch.setattr(connection, "savepoint_rollback", broken_rollback)
     with django_capture_on_commit_callbacks(execute=True):
         response = send(student_client, session_id)

@@ -7,7 +7,7 @@ import pytest
 
 from tests.api.test_tutor import send, session_id_for
 from tutor.context import providers
-from tutor.context.providers import Section, SectionProvider
+from tutor.context.providers import Section, SectionProvider, SendEffects
 from tutor.kernel.fencing import fence
 
 
@@ -34,8 +34,9 @@ class GlossarySection(SectionProvider):
             data=[{"kind": "glossary"}],
         )
 
-    def after_send(self, request, section):
-        self.sent.append((request.message, section.ids, request.preview))
+    def send_effects(self, request, section):
+        sent = (request.message, section.ids, request.preview)
+        return SendEffects(follow_up=lambda: self.sent.append(sent))
 
 
 @pytest.fixture
@@ -72,7 +73,7 @@ def test_a_registered_provider_adds_its_section_meta_and_data_without_editing_th
     assert glossary.sent == []  # a preview has no effects
 
 
-def test_after_send_runs_once_on_a_real_send_and_never_for_a_preview(task, student_client, glossary):
+def test_send_effects_are_written_once_on_a_real_send_and_never_for_a_preview(task, student_client, glossary):
     session_id = session_id_for(student_client, task)
 
     response = send(student_client, session_id, "define first")

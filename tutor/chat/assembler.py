@@ -17,8 +17,8 @@ from dataclasses import dataclass, field, replace
 from feedback.block import feedback_block
 from feedback.selectors import FeedbackSelection, select_feedback
 from tutor.chat.history import select_history
-from tutor.context.providers import ContextRequest, Section, SectionProvider, providers
-from tutor.db.snapshots import read_versions
+from tutor.context.providers import ContextRequest, Section, SectionProvider, SendEffects, providers
+from tutor.db.snapshots import read_versions, request_scope_keys
 from tutor.models import Task
 
 BASE_TUTOR_RULES = """You are the tutor of a project-based course. Help the student make progress on the
@@ -63,8 +63,8 @@ def assemble_context(
     """The exact request for the model. ``task`` comes with ``course`` and
     ``current_rubric`` loaded; ``earlier`` are the newest messages before the
     current one, oldest first, as ``{role, content}``. Nothing is written:
-    a real send applies the sections' effects afterwards (``context_after_send``).
-    ``snapshot_versions`` are the providers' snapshot versions as the caller's
+    a real send writes the sections' effects afterwards (``context_send_effects``).
+    ``snapshot_versions`` are the request's snapshot versions as the caller's
     task statement read them (``tutor.db.snapshots.version_subqueries``); without
     them, or when they miss a scope, they are read here in one query.
     ``feedback`` is the student's feedback selection as that statement read
@@ -81,7 +81,7 @@ def assemble_context(
         feedback_block=feedback_block(selection),
     )
     ordered = providers()
-    keys = [key for provider in ordered for key in provider.snapshot_keys(request)]
+    keys = request_scope_keys(course_id=task.course_id, user_id=student.pk, sends=not preview)
     if snapshot_versions is not None and snapshot_versions.keys.issuperset(keys):
         request = replace(request, snapshot_versions=snapshot_versions)  # read with the task
     elif keys:
@@ -117,24 +117,10 @@ def assemble_context(
     )
 
 
-def context_after_send(context: AssembledContext) -> None:
-    """The effects of a real send, one provider after another (SPEC §4: hit
-    counts, stored recall traces). Called once, once the reply is written,
-    in its transaction (``tutor.chat.services.message_after_send``); a preview
-    never calls it."""
-    for provider, section in context.sections:
-        provider.after_send(context.request, section)
-
-
-def context_after_send_rows(context: AssembledContext) -> list | None:
-    """The effects of a real send as rows (``SectionProvider.after_send_rows``),
-    every provider's, to store with the reply in one write; None when one
-    provider's effects are more than rows this time (``context_after_send``
-    then applies them all)."""
-    rows: list = []
-    for provider, section in context.sections:
-        found = provider.after_send_rows(context.request, section)
-        if found is None:
-            return None
-        rows.extend(found)
-    return rows
+def context_send_effects(context: AssembledContext) -> list[SendEffects]:
+    """The effects of a real send, every section's that has some, in
+    provider order (SPEC §4: stored recall traces, hit counts), as data the
+    tutor turn writes with the reply (``tutor.chat.services``); a preview
+    never asks for them."""
+    found = (provider.send_effects(context.request, section) for provider, section in context.sections)
+    return [effects for effects in found if effects is not None]

@@ -15,15 +15,11 @@ from django.db.models import F, Q
 from django.utils import timezone
 
 from tutor import llm
-from tutor.chat.assembler import (
-    AssembledContext,
-    assemble_context,
-    context_after_send,
-    context_after_send_rows,
-)
+from tutor.chat.assembler import AssembledContext, assemble_context, context_send_effects
 from tutor.chat.offline import offline_reply
 from tutor.chat.selectors import earlier_messages
-from tutor.db.guarded_writes import Row, guarded_write
+from tutor.context.providers import SendEffects
+from tutor.db.guarded_writes import Row, guarded_write, insert_in_order
 from tutor.db.prepared import PreparedUpdate, prepared_insert
 from tutor.kernel.errors import Conflict, ServiceUnavailable
 from tutor.kernel.redaction import redact, unmarked
@@ -170,9 +166,9 @@ def message_text(content: str) -> str:
 
 
 def message_send(*, session: TutorSession, content: str, correlation_id: str) -> Exchange:
-    """Store the message, build the request, ask the model, store the reply,
-    then apply the effects of the send (``message_after_send``). The content
-    is redacted first (``message_text``).
+    """Store the message, build the request, ask the model, store the reply
+    with the effects of the send (``_store_reply``). The content is redacted
+    first (``message_text``).
 
     Raises SessionBusy/SessionArchived before storing anything, and
     TutorUnavailable after storing the user message (which is kept) -- also
@@ -219,7 +215,7 @@ def message_send(*, session: TutorSession, content: str, correlation_id: str) ->
             TutorSession.objects.filter(pk=session.pk, reply_pending_since=claim).update(
                 reply_pending_since=None
             )
-            message_after_send(session=session, user_message=user_message, reply=None, context=None)
+            message_after_send(session=session, user_message=user_message, reply=None)
 
 
 def _notice_check(session: TutorSession) -> None:
@@ -256,20 +252,20 @@ class _ClaimLost(Exception):
 
 
 def _store_reply(session, claim, user_message, text: str, context, *, offline: bool) -> TutorMessage:
-    """Store the reply, release the claim and apply the send's effects
-    (``message_after_send``) atomically -- only while this request still
+    """Store the reply, release the claim and write the send's effects
+    (``context_send_effects``) atomically -- only while this request still
     holds the claim. The offline tutor's ModelCall row is written with them,
     and on its own when the reply is not stored. A reply that cannot be
     stored (the claim was taken over, or the database refuses it) is a 503
     like a model outage: the student's message is kept and they can send
     again.
 
-    When the send's effects are rows only (``context_after_send_rows``), the
-    reply, its model call and them are one write (``tutor.db.guarded_writes``).
-    Should the database refuse that write (``REFUSED``), the effects may be
-    what it refused: the reply is stored again without them in it, the
-    effects applied after it in a savepoint of the same transaction, where a
-    failing one is rolled back alone."""
+    When no section's effects have a follow-up, the reply, its model call
+    and the effects' records are one write (``tutor.db.guarded_writes``).
+    Else -- or should the database refuse that write (``REFUSED``): the
+    effects may be what it refused -- the reply is stored in a transaction
+    and the effects written after it in a savepoint of it (``_effects_write``),
+    where a failing one is rolled back alone."""
     position = user_message.position + 1
     reply = TutorMessage(
         session=session, position=position, role=TutorMessage.Role.ASSISTANT,
@@ -279,18 +275,19 @@ def _store_reply(session, claim, user_message, text: str, context, *, offline: b
     rows = [Row(MESSAGE, reply)] + ([Row(llm.MODEL_CALL, call)] if call is not None else [])
     using = router.db_for_write(TutorSession)
     release = {"session_id": session.pk, "claim": claim, "count": position}
+    effects = _send_effects(context, user_message)
     try:
-        effects = _effect_rows(context, user_message)
         stored = None
-        if effects is not None:
+        if not any(found.follow_up is not None for found in effects):
+            records = [Row.of(record) for found in effects for record in found.records]
             try:
-                stored = guarded_write(REPLY, release, rows + effects, using=using)
+                stored = guarded_write(REPLY, release, rows + records, using=using)
             except REFUSED:
                 log.exception("session %s: the reply and its effects were refused as one write", session.pk)
         if stored is not None:
             if stored.count != 1:
                 raise _ClaimLost
-            message_after_send(session=session, user_message=user_message, reply=reply, context=None)
+            message_after_send(session=session, user_message=user_message, reply=reply)
             return reply
         with transaction.atomic(using=using):
             released = REPLY.run(using, **release)
@@ -299,11 +296,12 @@ def _store_reply(session, claim, user_message, text: str, context, *, offline: b
             MESSAGE.create_many([reply], using=using)
             if call is not None:
                 llm.MODEL_CALL.create_many([call], using=using)
-            message_after_send(session=session, user_message=user_message, reply=reply, context=context)
+            _effects_write(effects, user_message, using)
             if transaction.get_rollback(using=using):
                 # A savepoint could not be rolled back (the connection failed
                 # meanwhile): leaving the block would roll everything back, silently.
                 raise DatabaseError("the reply's transaction can only be rolled back")
+            message_after_send(session=session, user_message=user_message, reply=reply)
             return reply
     except _ClaimLost:
         log.warning("session %s: the reply outlived its claim and was dropped", session.pk)
@@ -323,15 +321,30 @@ def _store_reply(session, claim, user_message, text: str, context, *, offline: b
 REFUSED = (IntegrityError, DataError)
 
 
-def _effect_rows(context: AssembledContext, user_message: TutorMessage) -> list | None:
-    """The send's effects as rows of the reply's write, or None: they are
-    more than rows, or reading them failed (``message_after_send`` then
-    applies them the other way, and logs what fails)."""
+def _send_effects(context: AssembledContext, user_message: TutorMessage) -> list[SendEffects]:
+    """The sections' effects of this send; none when working them out fails
+    (logged: the exchange is stored anyway)."""
     try:
-        return context_after_send_rows(context)
+        return context_send_effects(context)
     except Exception:
         log.exception("after-send effects failed for message %s", user_message.pk)
-        return None
+        return []
+
+
+def _effects_write(effects: list[SendEffects], user_message: TutorMessage, using: str) -> None:
+    """The effects apart from the reply's write: their records, then their
+    follow-ups, in a savepoint of the reply's transaction, so that a failing
+    effect is rolled back alone (logged: the exchange is stored anyway)."""
+    if not effects:
+        return
+    try:
+        with transaction.atomic(using=using):
+            insert_in_order([record for found in effects for record in found.records], using=using)
+            for found in effects:
+                if found.follow_up is not None:
+                    found.follow_up()
+    except Exception:
+        log.exception("after-send effects failed for message %s", user_message.pk)
 
 
 def _reply_text(session: TutorSession, context: AssembledContext, content: str, correlation_id: str):
@@ -366,21 +379,13 @@ def _record_offline_call(session: TutorSession, context: AssembledContext, text:
 
 
 def message_after_send(
-    *, session: TutorSession, user_message: TutorMessage, reply: TutorMessage | None, context
+    *, session: TutorSession, user_message: TutorMessage, reply: TutorMessage | None
 ) -> None:
-    """The one step that runs after a tutor turn (SPEC §4): with a stored
-    reply, each section's effects of a real send (hit counts, traces), in a
-    savepoint of the reply's transaction, so that a failing effect is rolled
-    back alone; in every case the ``user_message_handled`` hook (correction
-    detection), once that transaction commits -- at once after a 503, and
-    never when the reply's commit fails (the 503 that follows sends it). A
-    failing effect or listener is logged: the exchange is stored anyway."""
-    if reply is not None and context is not None:
-        try:
-            with transaction.atomic():
-                context_after_send(context)
-        except Exception:
-            log.exception("after-send effects failed for message %s", user_message.pk)
+    """The one step that runs after a tutor turn (SPEC §4): the
+    ``user_message_handled`` hook (correction detection), once the reply's
+    transaction commits -- at once after a 503, and never when the reply's
+    commit fails (the 503 that follows sends it). A failing listener is
+    logged: the exchange is stored anyway."""
     transaction.on_commit(lambda: _message_handled(session, user_message, reply), robust=True)
 
 

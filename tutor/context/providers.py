@@ -13,15 +13,16 @@ Slots: tutor registers an empty provider for every section SPEC §4 names
 always carries every key; the app that owns a section registers a provider
 under the same name, which takes the slot's place.
 
-Effects of a real send (hit counts, stored traces) happen in ``after_send``,
-called once by ``tutor.chat.services.message_send`` after the reply is stored --
-never for a preview.
+A real send's effects (a stored recall trace, hit counts) a provider reports
+as data (``send_effects``: ``SendEffects``); the tutor turn
+(``tutor.chat.services``) writes them with the reply -- never for a preview.
 """
 
 from __future__ import annotations
 
 import uuid
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -55,8 +56,8 @@ class ContextRequest:
     # Providers of one app may share a read through this dict (one query for
     # two sections); it lives for one assembly.
     shared: dict = field(default_factory=dict, compare=False)
-    # The versions of every provider's snapshot scopes (``snapshot_keys``), read
-    # in one query before the sections are built (``tutor.db.snapshots``).
+    # The versions of the request's snapshot scopes, read with the task or in
+    # one query before the sections are built (``tutor.db.snapshots``).
     snapshot_versions: Any = field(default=None, compare=False)
 
 
@@ -64,7 +65,7 @@ class ContextRequest:
 class Section:
     """One provider's part of the system message. ``text`` is already fenced
     (empty: the section is left out); ``data`` is what the context preview
-    shows of it; ``state`` is whatever ``after_send`` needs later."""
+    shows of it; ``state`` is whatever ``send_effects`` needs later."""
 
     text: str = ""
     ids: list = field(default_factory=list)
@@ -84,6 +85,20 @@ class Section:
         }
 
 
+@dataclass(frozen=True)
+class SendEffects:
+    """A section's effects of a real send (SPEC §4), as data: ``records`` are
+    unsaved model instances stored with the reply (the lessons' recall trace
+    and its recalled lessons), in order; ``follow_up`` is the owning app's
+    step that must run after them, in the reply's transaction (counting a
+    lesson's first use in a session), or None. How they are written is the
+    tutor turn's choice: with the reply in its one write when no section has
+    a follow-up, else after it in a savepoint of its transaction."""
+
+    records: tuple = ()
+    follow_up: Callable[[], None] | None = None
+
+
 class SectionProvider(ABC):
     """Base of every provider. ``name`` is the section's key in
     ``context_meta.sections``; ``ids_key`` the ``context_meta`` key of the ids
@@ -101,21 +116,10 @@ class SectionProvider(ABC):
     def build(self, request: ContextRequest) -> Section:
         """This section for ``request``; at most one query (SPEC §10)."""
 
-    def snapshot_keys(self, request: ContextRequest) -> tuple[str, ...]:
-        """The scopes whose snapshots ``build`` reads (``tutor.db.snapshots``):
-        the assembler reads all providers' versions in one query."""
-        return ()
-
-    def after_send(self, request: ContextRequest, section: Section) -> None:  # noqa: B027
-        """Effects of a real send; the default has none."""
-
-    def after_send_rows(self, request: ContextRequest, section: Section) -> list | None:
-        """The effects of a real send as rows to store with the reply, in its
-        one atomic write (``tutor.db.guarded_writes.Row``), when rows are all
-        they are this time; None when ``after_send`` must run instead. The
-        default: none for a provider without effects; None for one that
-        overrides only ``after_send``."""
-        return [] if type(self).after_send is SectionProvider.after_send else None
+    def send_effects(self, request: ContextRequest, section: Section) -> SendEffects | None:
+        """What a real send of ``section`` leaves behind, as data; the
+        default: nothing. Never asked for a preview."""
+        return None
 
 
 _registry: dict[str, SectionProvider] = {}

@@ -116,15 +116,29 @@ def version_subqueries(course_ref: str, user_ref, *, sends: bool = True) -> dict
     return annotations
 
 
+def _request_keys(course_id, user_id, sends: bool) -> list[tuple[int, str]]:
+    return [
+        (
+            index,
+            user_scope_key(name, user_id)
+            if kind == "user"
+            else scope_key(name, course_id if kind == "course" else None),
+        )
+        for index, name, kind in _request_scopes(sends)
+    ]
+
+
+def request_scope_keys(*, course_id, user_id, sends: bool = True) -> list[str]:
+    """The keys of every registered scope a tutor request of this course and
+    user reads (``register_request_scope``); without ``sends``, a preview's."""
+    return [key for _, key in _request_keys(course_id, user_id, sends)]
+
+
 def versions_from_row(row: dict, *, course_id, user_id, sends: bool = True) -> Versions:
     """The versions a row annotated by ``version_subqueries`` carries."""
     found = {}
     keys = set()
-    for index, name, kind in _request_scopes(sends):
-        if kind == "user":
-            key = user_scope_key(name, user_id)
-        else:
-            key = scope_key(name, course_id if kind == "course" else None)
+    for index, key in _request_keys(course_id, user_id, sends):
         keys.add(key)
         if row.get(f"scope_version_{index}") is not None:
             found[key] = row[f"scope_version_{index}"]
