@@ -830,9 +830,10 @@ def test_a_turn_whose_session_moved_on_since_it_was_read_reads_its_history_again
     fake_llm.default = "noted"
     session, _ = session_open(student=student, task=task)
     stale = owned_session(student, session.pk)  # read while the session was empty
-    message_send(session=owned_session(student, session.pk), content="first question", correlation_id="c1")
+    first = owned_session(student, session.pk)
+    message_send(session=first.session, read=first, content="first question", correlation_id="c1")
 
-    message_send(session=stale, content="second question", correlation_id="c2")
+    message_send(session=stale.session, read=stale, content="second question", correlation_id="c2")
 
     sent = fake_llm.requests[-1]["messages"]
     assert [m["content"] for m in sent[1:]] == ["first question", "noted", "second question"]

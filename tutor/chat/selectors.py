@@ -181,14 +181,22 @@ OWNED_SESSION = PreparedQuery(
 )
 
 
-def owned_session(user, session_id) -> TutorSession:
-    """The caller's own session, with its task, course and rubric; anyone
-    else's is a 404 (SPEC §7), and so is one of a course the student left.
-    The session also carries what this statement read for its next turn:
-    ``snapshot_versions``, ``history`` (its newest messages, oldest first, as
-    ``earlier_messages`` returns them for a message after all of them) and
-    ``feedback`` (the student's feedback selection for the task) and
-    ``notice_acknowledged`` (``notice_acknowledged``)."""
+@dataclass(frozen=True)
+class SessionRead:
+    """The caller's session and what its statement read for the session's
+    next turn (``owned_session``)."""
+
+    session: TutorSession  # with its student, task, course and rubric
+    versions: Versions  # of the request's snapshots (tutor.db.snapshots)
+    history: list[dict]  # the newest messages, oldest first, as ``earlier_messages`` after all of them
+    feedback: FeedbackSelection  # the student's feedback selection for the task (``select_feedback``)
+    notice_acknowledged: str | None  # the AI notice version acknowledged (``notice_acknowledged``)
+
+
+def owned_session(user, session_id) -> SessionRead:
+    """The caller's own session, with its task, course and rubric, and what
+    a turn reads before its claim (``SessionRead``), in one query; anyone
+    else's session is a 404 (SPEC §7), and so is one of a course the student left."""
     max_messages = history_limits()[0]
     row = OWNED_SESSION.first(
         user_id=user.pk, session_id=session_id, max_messages=max_messages, **_feedback_versions()
@@ -198,12 +206,13 @@ def owned_session(user, session_id) -> TutorSession:
     session = model_from_row(TutorSession, row)
     session.student = user
     session.task = _task_from(OWNED_SESSION, row, "task__", max_messages=max_messages)
-    # The snapshots' versions, read in this statement (tutor.db.snapshots).
-    session.snapshot_versions = versions_from_row(row, course_id=session.task.course_id, user_id=user.pk)
-    session.history = _history(row["history"])
-    session.feedback = folded_selection(latest_row_rows(row["feedback"]), session.task)
-    session.notice_acknowledged = row["notice_acknowledged"]
-    return session
+    return SessionRead(
+        session=session,
+        versions=versions_from_row(row, course_id=session.task.course_id, user_id=user.pk),
+        history=_history(row["history"]),
+        feedback=folded_selection(latest_row_rows(row["feedback"]), session.task),
+        notice_acknowledged=row["notice_acknowledged"],
+    )
 
 
 def _open_session(user_id, task):

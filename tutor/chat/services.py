@@ -17,7 +17,7 @@ from django.utils import timezone
 from tutor import llm
 from tutor.chat.assembler import AssembledContext, assemble_context, context_send_effects
 from tutor.chat.offline import offline_reply
-from tutor.chat.selectors import earlier_messages
+from tutor.chat.selectors import SessionRead, earlier_messages
 from tutor.context.providers import SendEffects
 from tutor.db.guarded_writes import Row, guarded_write, insert_in_order
 from tutor.db.prepared import PreparedUpdate, prepared_insert
@@ -165,10 +165,13 @@ def message_text(content: str) -> str:
     return redact(unmarked(content)).text
 
 
-def message_send(*, session: TutorSession, content: str, correlation_id: str) -> Exchange:
+def message_send(
+    *, session: TutorSession, content: str, correlation_id: str, read: SessionRead | None = None
+) -> Exchange:
     """Store the message, build the request, ask the model, store the reply
     with the effects of the send (``_store_reply``). The content is redacted
-    first (``message_text``).
+    first (``message_text``). ``read`` is what the caller read with the
+    session (``owned_session``); without it, what the turn needs is read here.
 
     Raises SessionBusy/SessionArchived before storing anything, and
     TutorUnavailable after storing the user message (which is kept) -- also
@@ -176,7 +179,7 @@ def message_send(*, session: TutorSession, content: str, correlation_id: str) ->
     budget and another one took the session over. The session's ``task``
     must come with ``course`` and ``current_rubric``.
     """
-    _notice_check(session)
+    _notice_check(session, read)
     content = message_text(content)
     try:
         # The claim and the message it is taken for, in one write: a session
@@ -189,15 +192,15 @@ def message_send(*, session: TutorSession, content: str, correlation_id: str) ->
     reply = None
     try:
         context = assemble_context(
-            snapshot_versions=getattr(session, "snapshot_versions", None),
+            snapshot_versions=read.versions if read is not None else None,
             student=session.student,
             task=session.task,
             message=content,
-            earlier=_earlier(session, position),
+            earlier=_earlier(session, position, read),
             correlation_id=correlation_id,
             session_id=session.pk,
             preview=False,
-            feedback=getattr(session, "feedback", None),
+            feedback=read.feedback if read is not None else None,
         )
         # No transaction is open here: a slow model never holds a lock.
         try:
@@ -218,32 +221,28 @@ def message_send(*, session: TutorSession, content: str, correlation_id: str) ->
             message_after_send(session=session, user_message=user_message, reply=None)
 
 
-def _notice_check(session: TutorSession) -> None:
+def _notice_check(session: TutorSession, read: SessionRead | None) -> None:
     """SPEC §13: a course may require the AI notice before the first tutor
     message -- a 409 ``ai_notice_required`` until the current version is
     acknowledged. What the student acknowledged was read with the session
-    (``owned_session``); a session from elsewhere reads it here."""
+    (``read``); without it, it is read here."""
     course = session.task.course
     if not course.ai_notice_required:
         return
-    acknowledged = getattr(session, "notice_acknowledged", _UNREAD)
-    if acknowledged is _UNREAD:
+    if read is not None:
+        acknowledged = read.notice_acknowledged
+    else:
         latest = NoticeAcknowledgement.objects.filter(user_id=session.student_id, course=course).first()
         acknowledged = latest.version if latest else None
     notice_check(course=course, acknowledged_version=acknowledged)
 
 
-_UNREAD = object()
-
-
-def _earlier(session: TutorSession, position: int) -> list[dict]:
+def _earlier(session: TutorSession, position: int, read: SessionRead | None) -> list[dict]:
     """The history before the message at ``position``: the newest messages
-    the session's statement read with it (``owned_session``) when the claim
-    took the position after all of them -- nothing was written in between --
-    else read again."""
-    history = getattr(session, "history", None)
-    if history is not None and position == session.message_count + 1:
-        return history
+    read with the session (``read``) when the claim took the position after
+    all of them -- nothing was written in between -- else read again."""
+    if read is not None and position == session.message_count + 1:
+        return read.history
     return earlier_messages(session.pk, before_position=position)
 
 

@@ -66,7 +66,7 @@ class SessionMessagesView(APIView):
     @extend_schema(responses={200: HistoryMessageSerializer(many=True)})
     def get(self, request, session_id):
         """The session's history, oldest first; a forged ``cursor`` is a 400."""
-        session = owned_session(request.user, session_id)
+        session = owned_session(request.user, session_id).session
         paginator = self.pagination_class()
         page = paginator.paginate_queryset(TutorMessage.objects.filter(session=session), request, view=self)
         reads = history_reads(student=request.user, course_id=session.task.course_id, messages=page)
@@ -86,13 +86,14 @@ class SessionMessagesView(APIView):
     def post(self, request, session_id):
         """Send a message: the reply is produced from the server-side history
         and the assembled context; a client's history is never read."""
-        session = owned_session(request.user, session_id)
+        read = owned_session(request.user, session_id)
         serializer = MessageCreateSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         exchange = message_send(
-            session=session,
+            session=read.session,
             content=serializer.validated_data["content"],
             correlation_id=request.correlation_id,
+            read=read,
         )
         body = {
             "user_message": MessageSerializer(exchange.user_message).data,
