@@ -92,6 +92,6 @@ def snapshot_path(request, monkeypatch):
 
         # Nothing is ever pending: every read may use the snapshots, and every
         # change is published on its own, as a commit of its own would.
-        monkeypatch.setattr(snapshots, "_dirty", lambda connection: {})
-        monkeypatch.setattr(snapshots, "_still_pending", lambda connection, publish: False)
+        monkeypatch.setattr(snapshots, "dirty_scopes", lambda connection: {})
+        monkeypatch.setattr(snapshots, "still_pending", lambda connection, publish: False)
     return request.param

@@ -31,7 +31,7 @@ def _database() -> str:
         return "down"
 
 
-def _broker() -> str:
+def broker_state() -> str:
     if not settings.REDIS_URL:
         return "not_configured"
     import redis
@@ -101,7 +101,7 @@ def _model(database: str) -> str:
 
 
 def health_report() -> dict:
-    broker = _broker()
+    broker = broker_state()
     database = _database()
     checks = {"database": database, "broker": broker, "worker": _worker(broker), "model": _model(database)}
     status = "degraded" if "down" in checks.values() else "ok"

@@ -134,7 +134,7 @@ def _record(
                     "correction rate limit reached for user %s; message %s not recorded", user.pk, message.pk
                 )
                 return None, False
-            correction = _insert(
+            correction = correction_insert(
                 user=user,
                 course=course,
                 session=session,
@@ -188,7 +188,9 @@ def _earlier(*, user, course, key: str, message) -> Correction | None:
     return Correction.objects.filter(user=user, course=course, dedupe_key=key).first()
 
 
-def _insert(*, user, course, session, message, source, detection: Detection, content, key, correlation_id):
+def correction_insert(
+    *, user, course, session, message, source, detection: Detection, content, key, correlation_id
+):
     tokens = list(detection.topic)
     return Correction.objects.create(
         course=course,

@@ -80,7 +80,7 @@ def test_unreachable_database_is_503_with_database_down(db, embedded, monkeypatc
 def test_broker_up_without_a_worker_reports_worker_down(db, settings, monkeypatch):
     # A reachable broker with nobody answering the ping: the worker is down.
     settings.REDIS_URL = "redis://broker.invalid:6379/0"
-    monkeypatch.setattr(health, "_broker", lambda: "ok")
+    monkeypatch.setattr(health, "broker_state", lambda: "ok")
     monkeypatch.setattr("tutor.celery.app.control.ping", lambda timeout: [])
 
     report = health.health_report()

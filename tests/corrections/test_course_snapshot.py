@@ -180,14 +180,14 @@ def test_a_task_saved_outside_a_transaction_publishes_after_its_overlaps(setting
 
     course, task, client, _ = setting_up
     bulk_facts(course, [(["glossary"], "The glossary is in docs/")])
-    publish, seen = tutor.db.snapshots._publish, []
+    publish, seen = tutor.db.snapshots.versions_publish, []
 
     def publish_then_read(keys, using):
         publish(keys, using)
         seen.append(TaskFactOverlap.objects.filter(task=task).count())
         COURSE_FACTS.get(corrections_scope_keys(course.pk), course.pk)  # another reader, right then
 
-    monkeypatch.setattr(tutor.db.snapshots, "_publish", publish_then_read)
+    monkeypatch.setattr(tutor.db.snapshots, "versions_publish", publish_then_read)
     task.materials = "A glossary"
     task.save()  # autocommit
 

@@ -440,12 +440,12 @@ def test_the_process_rules_statement_matches_the_orm(course, staff):
 
 @pytest.mark.django_db
 def test_messages_of_many_lengths_share_a_few_compilations(task, student):
-    MEMORY._compiled.clear()
-    FACTS._compiled.clear()
+    MEMORY.compiled_shapes.clear()
+    FACTS.compiled_shapes.clear()
     for n in range(13, 33):  # long messages: looked up through the token index
         message = " ".join(f"word{i}" for i in range(n))
         selected_memory(student, None, message, 8, 8)
         selected_facts(task, message, 8)
 
     # Lists are padded to a power of two: 13-16 and 17-32 tokens, one compilation each.
-    assert len(MEMORY._compiled) == 2 and len(FACTS._compiled) == 2
+    assert len(MEMORY.compiled_shapes) == 2 and len(FACTS.compiled_shapes) == 2

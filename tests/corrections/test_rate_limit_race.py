@@ -25,7 +25,7 @@ def test_two_corrections_recorded_at_once_do_not_pass_the_limit_together(
     before either inserted, and both were recorded."""
     settings.CORRECTIONS_RATE_LIMIT = "1/minute"
     met = threading.Barrier(2, timeout=2)
-    insert = intake._insert
+    insert = intake.correction_insert
 
     def insert_when_both_counted(**kwargs):
         # Both counted: the old code inserted twice. Or the barrier breaks: the
@@ -34,7 +34,7 @@ def test_two_corrections_recorded_at_once_do_not_pass_the_limit_together(
             met.wait()
         return insert(**kwargs)
 
-    monkeypatch.setattr(intake, "_insert", insert_when_both_counted)
+    monkeypatch.setattr(intake, "correction_insert", insert_when_both_counted)
     outcomes: list[object] = [None, None]
 
     def submit(index: int, text: str) -> None:

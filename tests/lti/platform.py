@@ -97,7 +97,7 @@ class FakePlatform:
         self._token_answers: deque[int] = deque()
         self._member_answers: deque[int] = deque()
         self._score_delays: deque[float] = deque()
-        self._lock = threading.Lock()
+        self.lock = threading.Lock()
         self._server: ThreadingHTTPServer | None = None
 
     # --- lifecycle ---------------------------------------------------------------------
@@ -174,15 +174,15 @@ class FakePlatform:
         self.key, self.kid = rsa_key(), f"platform-key-{uuid.uuid4().hex[:8]}"
 
     def jwks_fetches(self) -> int:
-        with self._lock:
+        with self.lock:
             return sum(r.path == "/jwks" for r in self.requests)
 
     def score_requests(self) -> list[Recorded]:
-        with self._lock:
+        with self.lock:
             return [r for r in self.requests if r.path.endswith("/scores")]
 
     def accepted(self, item: str = "item-1") -> list[dict]:
-        with self._lock:
+        with self.lock:
             return list(self.scores.get(item, []))
 
     # --- the id_token ------------------------------------------------------------------
@@ -255,7 +255,7 @@ class FakePlatform:
             body=body,
             at=time.monotonic(),
         )
-        with self._lock:
+        with self.lock:
             self.requests.append(recorded)
         if method == "GET" and url.path == "/jwks":
             if self.jwks_delay:
@@ -286,7 +286,7 @@ class FakePlatform:
             handler.wfile.write(data)
 
     def _token(self, handler, recorded: Recorded) -> None:
-        with self._lock:
+        with self.lock:
             scripted = self._token_answers.popleft() if self._token_answers else None
         if scripted is not None and scripted != 200:
             return self._send(handler, scripted, {"error": "temporarily_unavailable"})
@@ -304,7 +304,7 @@ class FakePlatform:
         if form.get("grant_type") != "client_credentials":
             return self._send(handler, 400, {"error": "unsupported_grant_type"})
         token = uuid.uuid4().hex
-        with self._lock:
+        with self.lock:
             self.issued_tokens.add(token)
         return self._send(
             handler,
@@ -319,20 +319,20 @@ class FakePlatform:
 
     def _authorized(self, recorded: Recorded) -> bool:
         auth = recorded.headers.get("authorization", "")
-        with self._lock:
+        with self.lock:
             return auth.startswith("Bearer ") and auth[len("Bearer ") :] in self.issued_tokens
 
     def _score(self, handler, recorded: Recorded, item: str) -> None:
         if not self._authorized(recorded):
             return self._send(handler, 401, {"error": "invalid_token"})
-        with self._lock:
+        with self.lock:
             status = self._score_answers.popleft() if self._score_answers else 200
         if status != 200:
             return self._send(handler, status, {"error": f"scripted {status}"})
         if recorded.headers.get("content-type") != "application/vnd.ims.lis.v1.score+json":
             return self._send(handler, 415, {"error": "wrong content type"})
         score = recorded.json()
-        with self._lock:
+        with self.lock:
             # AGS: the platform keeps the newest timestamp per user and line item.
             held = [s for s in self.scores.get(item, []) if s["userId"] == score["userId"]]
             newest = max((s["timestamp"] for s in held), default=None)
@@ -353,7 +353,7 @@ class FakePlatform:
     def _memberships(self, handler, recorded: Recorded, query: dict) -> None:
         if not self._authorized(recorded):
             return self._send(handler, 401, {"error": "invalid_token"})
-        with self._lock:
+        with self.lock:
             status = self._member_answers.popleft() if self._member_answers else 200
         if status != 200:
             return self._send(handler, status, {"error": f"scripted {status}"})

@@ -73,7 +73,7 @@ def test_an_earlier_timestamp_refusal_of_the_newest_score_confirms_it_too(
     submit(student_browser, task, PASS_REPORT)
     row = ScorePost.objects.get()
     # The platform's copy carries a later timestamp than ours (its clock, its rounding).
-    with platform._lock:
+    with platform.lock:
         platform.scores["item-1"][0]["timestamp"] = (row.scored_at + timedelta(seconds=1)).isoformat()
 
     sweep_later(3600)

@@ -41,7 +41,7 @@ def test_a_whole_life_erased_leaves_no_residue_and_the_course_keeps_its_records(
 ):
     from django.test.utils import CaptureQueriesContext  # noqa: F401
 
-    life = live(course=course, task=task, platform=platform, staff=staff, fake_llm=fake_llm, capture=_now)
+    life = live(course=course, task=task, platform=platform, staff=staff, fake_llm=fake_llm, capture=nocap)
     person = life.person
     # The life left the person everywhere the check looks.
     before = residue_scan(
@@ -105,7 +105,7 @@ class _Capture:
         return contextlib.nullcontext()
 
 
-_now = _Capture()
+nocap = _Capture()
 
 
 def test_a_copy_planted_in_a_new_table_is_found(course, task, staff, registration, platform, fake_llm):
@@ -115,7 +115,7 @@ def test_a_copy_planted_in_a_new_table_is_found(course, task, staff, registratio
     from django.apps import apps
     from django.db import models
 
-    life = live(course=course, task=task, platform=platform, staff=staff, fake_llm=fake_llm, capture=_now)
+    life = live(course=course, task=task, platform=platform, staff=staff, fake_llm=fake_llm, capture=nocap)
 
     class PlantedCopy(models.Model):
         note = models.TextField()
@@ -157,7 +157,7 @@ def test_a_course_only_erasure_leaves_the_other_course_intact(
     from tutor.models import Enrollment
     from tutor.services import enrollment_set
 
-    life = live(course=course, task=task, platform=platform, staff=staff, fake_llm=fake_llm, capture=_now)
+    life = live(course=course, task=task, platform=platform, staff=staff, fake_llm=fake_llm, capture=nocap)
     other_course = make_course("se-202")
     other_task = make_task(other_course)
     enrollment_set(course=other_course, username=life.person.username, role="student", create=False)
@@ -166,8 +166,8 @@ def test_a_course_only_erasure_leaves_the_other_course_intact(
 
     client = client_for(life.person)
     kept_words = "canary-kept-in-the-other-course"
-    submit(client, other_task, f"my other course's report {kept_words}", {}, "", _now)
-    chat(client, other_task, f"A question in the other course {kept_words}", _now)
+    submit(client, other_task, f"my other course's report {kept_words}", {}, "", nocap)
+    chat(client, other_task, f"A question in the other course {kept_words}", nocap)
 
     def held() -> dict:
         person = life.person

@@ -12,7 +12,7 @@ from django.core.management import call_command
 
 from tests.factories import client_for, enroll
 from tests.rights.life import live
-from tests.rights.test_erasure import _now
+from tests.rights.test_erasure import nocap
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -25,7 +25,7 @@ def staff(course):
 def test_the_export_holds_the_whole_life_and_nothing_of_a_classmate(
     course, task, staff, registration, platform, fake_llm
 ):
-    life = live(course=course, task=task, platform=platform, staff=staff, fake_llm=fake_llm, capture=_now)
+    life = live(course=course, task=task, platform=platform, staff=staff, fake_llm=fake_llm, capture=nocap)
     client = client_for(life.person)
 
     response = client.get("/api/me/export/")

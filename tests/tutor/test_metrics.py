@@ -92,7 +92,7 @@ class _TestQueue(queues.WorkQueue):
 def test_queue():
     queues.register(_TestQueue())
     yield
-    queues._registry.pop(_TestQueue.name, None)
+    queues.unregister(_TestQueue.name)
 
 
 def test_the_work_waiting_in_the_database_is_read_at_each_scrape(db, enabled, test_queue):

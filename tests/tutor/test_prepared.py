@@ -144,7 +144,7 @@ def test_the_folded_feedback_row_of_a_task_without_a_rubric_has_no_compatible_at
 
 
 def test_the_statements_that_carry_history_carry_the_newest_messages(task, student):
-    from tutor.chat.selectors import _history
+    from tutor.chat.selectors import history_from_column
 
     session, _ = session_open(student=student, task=task)
     TutorMessage.objects.bulk_create(
@@ -157,7 +157,9 @@ def test_the_statements_that_carry_history_carry_the_newest_messages(task, stude
         folded = {**FOLDED, "max_messages": max_messages}
         [task_row] = STUDENT_TASK_SESSION.rows(user_id=student.pk, task_id=task.pk, **folded)
         [session_row] = OWNED_SESSION.rows(user_id=student.pk, session_id=session.pk, **folded)
-        assert _history(task_row["history"]) == wanted == _history(session_row["history"])
+        assert (
+            history_from_column(task_row["history"]) == wanted == history_from_column(session_row["history"])
+        )
     assert wanted == [] and expected[0] == {"role": "user", "content": "m19 ünï"}
 
 
@@ -254,7 +256,7 @@ def test_list_and_float_parameters_compile_once_per_list_length(course):
     assert assert_matches_orm(prepared, slugs=["nope", "t1"], weight=0.5) == [{"slug": "t1", "weight": 0.5}]
     assert assert_matches_orm(prepared, slugs=["t1"], weight=1.0) == [{"slug": "t1", "weight": 1.0}]
     assert prepared.rows(slugs=[], weight=0.1) == []  # an empty IN list matches nothing
-    assert len(prepared._compiled) == 3  # lengths 2, 1 and 0
+    assert len(prepared.compiled_shapes) == 3  # lengths 2, 1 and 0
 
 
 def test_date_parameters_and_an_annotation_selected_before_a_field(course):
@@ -305,12 +307,12 @@ def test_a_parameter_reaches_the_database_as_its_field_would_send_it(kind, value
     any other type (a bool for an int, an int for a str) still goes through it."""
     from django.db import connection
 
-    from tutor.db.prepared import _KIND_FIELDS
+    from tutor.db.prepared import KIND_FIELDS
 
     prepared = PreparedQuery(lambda **_: Course.objects.values("id"), value=kind)
-    sent = prepared._db_value("value", value, connection)
+    sent = prepared.db_value("value", value, connection)
 
-    expected = _KIND_FIELDS[kind].get_db_prep_value(value, connection, prepared=False)
+    expected = KIND_FIELDS[kind].get_db_prep_value(value, connection, prepared=False)
     assert sent == expected and type(sent) is type(expected)
 
 

@@ -274,7 +274,7 @@ class CeleryWorker:
             self._pidfile.unlink(missing_ok=True)
 
 
-def _worker_env(fake: FakeLLM) -> dict[str, str]:
+def worker_env(fake: FakeLLM) -> dict[str, str]:
     from django.db import connection
 
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
@@ -334,7 +334,7 @@ def celery_worker(request, transactional_db, settings, worker_limits, fake_llm, 
     app.conf.task_always_eager = False
     settings.CELERY_TASK_ALWAYS_EAGER = False
     _forget_earlier_messages()
-    worker = CeleryWorker(_worker_env(fake_llm), tmp_path / "celery-worker.log")
+    worker = CeleryWorker(worker_env(fake_llm), tmp_path / "celery-worker.log")
     try:
         worker.wait_ready()
         yield worker

@@ -29,7 +29,7 @@ import pytest
 from django.db import connection
 from rest_framework.authtoken.models import Token
 
-from tests.worker.conftest import PROJECT_DIR, _worker_env, child_pids, wait_for
+from tests.worker.conftest import PROJECT_DIR, child_pids, wait_for, worker_env
 from tests.worker.fakellm import Call, Hang, Reply
 from tests.worker.test_review_worker import EVIDENCE, submit, wait_terminal
 from tutor.models import ModelCall, TutorMessage, TutorSession
@@ -154,7 +154,7 @@ class Gunicorn:
 
 @pytest.fixture
 def web(transactional_db, worker_limits, fake_llm, tmp_path):
-    env = _worker_env(fake_llm)
+    env = worker_env(fake_llm)
     env.update(ALLOWED_HOSTS="127.0.0.1", TUTOR_THROTTLE_MESSAGES="100000/min")
     server = Gunicorn(env, tmp_path / "gunicorn.log")
     yield server

@@ -89,7 +89,7 @@ def history_rows(messages, max_messages: int) -> JSONRows | Value:
     return JSONRows(messages.order_by("-position").values("position", "role", "content")[:max_messages])
 
 
-def _history(column: str | None) -> list[dict]:
+def history_from_column(column: str | None) -> list[dict]:
     """A ``history_rows`` column as ``earlier_messages`` returns its rows:
     oldest first, as ``{role, content}``."""
     rows = HISTORY_ROWS.decode(column)
@@ -209,7 +209,7 @@ def owned_session(user, session_id) -> SessionRead:
     return SessionRead(
         session=session,
         versions=versions_from_row(row, course_id=session.task.course_id, user_id=user.pk),
-        history=_history(row["history"]),
+        history=history_from_column(row["history"]),
         feedback=folded_selection(latest_row_rows(row["feedback"]), session.task),
         notice_acknowledged=row["notice_acknowledged"],
     )
@@ -279,7 +279,7 @@ def student_task_and_open_session(user, task_id, field: str = "task") -> TaskRea
         task=task,
         session_id=row["open_session_id"],
         versions=versions_from_row(row, course_id=task.course_id, user_id=user.pk, sends=False),
-        history=_history(row["history"]),
+        history=history_from_column(row["history"]),
         feedback=folded_selection(latest_row_rows(row["feedback"]), task),
     )
 

@@ -50,7 +50,7 @@ from tutor.db.statements import fetch_all, native_sql
 # What a sentinel's database form can be (a date is a string on SQLite, a date on PostgreSQL).
 _PLAIN_VALUES = (int, float, str, uuid.UUID, datetime.date)
 # How a parameter's Python value becomes its database form, per kind.
-_KIND_FIELDS: dict[str, models.Field] = {
+KIND_FIELDS: dict[str, models.Field] = {
     "int": models.BigIntegerField(),
     "uuid": models.UUIDField(),
     "str": models.TextField(),
@@ -148,7 +148,7 @@ class PreparedQuery:
         raw: tuple[str, ...] = (),
         **kinds: str,
     ):
-        unknown = {kind.removesuffix(LIST) for kind in kinds.values()} - set(_KIND_FIELDS)
+        unknown = {kind.removesuffix(LIST) for kind in kinds.values()} - set(KIND_FIELDS)
         if unknown:
             raise ValueError(f"unknown parameter kinds: {sorted(unknown)}")
         self.build = build
@@ -159,18 +159,18 @@ class PreparedQuery:
         self.kinds = kinds
         self._base_kinds = {name: kind.removesuffix(LIST) for name, kind in kinds.items()}
         self.shape = shape
-        self._compiled: dict[tuple, _Compiled] = {}
+        self.compiled_shapes: dict[tuple, _Compiled] = {}  # per shape and list lengths
         self._deferred: dict[str, dict] = {}  # per database vendor: ``raw`` columns' converters
         self._lock = threading.Lock()
 
-    def _db_value(self, name: str, value, connection):
+    def db_value(self, name: str, value, connection):
         if value is None:
             # The ORM writes a comparison with None as IS NULL; bound, it would be "= NULL".
             raise ValueError(f"{name}: None is not a parameter value (write IS NULL in the queryset)")
         kind = self._base_kinds[name]
         if type(value) is _AS_IS.get(kind):
             return value
-        return _KIND_FIELDS[kind].get_db_prep_value(value, connection, prepared=False)
+        return KIND_FIELDS[kind].get_db_prep_value(value, connection, prepared=False)
 
     def _is_list(self, name: str) -> bool:
         return self.kinds[name].endswith(LIST)
@@ -183,10 +183,10 @@ class PreparedQuery:
             if self._is_list(name):
                 sentinels[name] = [_sentinel(base, i * 1000 + j) for j in range(lengths[name])]
                 for j, value in enumerate(sentinels[name]):
-                    slots[self._db_value(name, value, connection)] = (name, j)
+                    slots[self.db_value(name, value, connection)] = (name, j)
             else:
                 sentinels[name] = _sentinel(base, i * 1000)
-                slots[self._db_value(name, sentinels[name], connection)] = (name,)
+                slots[self.db_value(name, sentinels[name], connection)] = (name,)
         try:
             compiler, sql, params, names, fields = self._statement(self.build(**sentinels, **shape), using)
         except EmptyResultSet:
@@ -255,11 +255,11 @@ class PreparedQuery:
             *(shape[name] for name in self.shape),
             *(lengths.get(name, 0) for name in self.kinds if self._is_list(name)),
         )
-        compiled = self._compiled.get(key)
+        compiled = self.compiled_shapes.get(key)
         if compiled is None:
             with self._lock:
-                compiled = self._compiled.get(key) or self._compile(using, shape, lengths)
-                self._compiled[key] = compiled
+                compiled = self.compiled_shapes.get(key) or self._compile(using, shape, lengths)
+                self.compiled_shapes[key] = compiled
         return compiled
 
     def rows(self, using: str = "default", **values) -> list[dict]:
@@ -286,10 +286,10 @@ class PreparedQuery:
         params = list(compiled.params)
         # Each list converted once, however often its values are repeated (padding).
         for name, items in lists.items():
-            lists[name] = [self._db_value(name, item, connection) for item in items]
+            lists[name] = [self.db_value(name, item, connection) for item in items]
         for position, name, index in compiled.slots:
             params[position] = (
-                lists[name][index] if index is not None else self._db_value(name, values[name], connection)
+                lists[name][index] if index is not None else self.db_value(name, values[name], connection)
             )
         return compiled, params
 

@@ -152,7 +152,7 @@ def scope_versions_queryset(*, keys):
 SCOPE_VERSIONS = PreparedQuery(scope_versions_queryset, keys="str[]")
 
 
-def _dirty(connection) -> dict[str, Callable]:
+def dirty_scopes(connection) -> dict[str, Callable]:
     """The scopes whose change this connection's open transaction has yet to
     publish, each with its pending publication. A mark lasts while that
     publication waits in the connection's commit callbacks: a commit runs
@@ -167,7 +167,7 @@ def _dirty(connection) -> dict[str, Callable]:
     return marks
 
 
-def _still_pending(connection, publish) -> bool:
+def still_pending(connection, publish) -> bool:
     """Whether ``publish`` still waits in this connection's commit callbacks
     (the newest are last: a mark of this transaction is found soon)."""
     if publish is None or not connection.in_atomic_block:
@@ -187,12 +187,12 @@ def scope_changed(*keys: str, using: str = DEFAULT_DB_ALIAS) -> None:
     marks = connection.__dict__.setdefault(_DIRTY_ATTRIBUTE, {})
     # Only the marks of these keys are checked (a full prune per call made a
     # transaction deleting thousands of rows quadratic).
-    new = tuple(key for key in dict.fromkeys(keys) if not _still_pending(connection, marks.get(key)))
+    new = tuple(key for key in dict.fromkeys(keys) if not still_pending(connection, marks.get(key)))
     if not new:
         return
 
     def publish() -> None:
-        _publish(new, using)
+        versions_publish(new, using)
 
     if connection.in_atomic_block:
         for key in new:
@@ -200,7 +200,7 @@ def scope_changed(*keys: str, using: str = DEFAULT_DB_ALIAS) -> None:
     transaction.on_commit(publish, using=using, robust=True)
 
 
-def _publish(keys: tuple[str, ...], using: str) -> None:
+def versions_publish(keys: tuple[str, ...], using: str) -> None:
     """Write new versions of ``keys``; whatever happens, this process's
     snapshots of them are dropped. Should the write fail (the change itself
     has committed), it is logged and other processes keep their snapshots
@@ -221,7 +221,7 @@ def _publish(keys: tuple[str, ...], using: str) -> None:
             "the new versions of %s were not written: other processes reload at their maximum age", keys
         )
     finally:
-        marks = _dirty(connections[using])
+        marks = dirty_scopes(connections[using])
         for key in keys:
             marks.pop(key, None)
         _forget(keys)
@@ -241,7 +241,7 @@ class Versions:
 def read_versions(keys, using: str = DEFAULT_DB_ALIAS) -> Versions:
     """The versions of ``keys``, in one query (none for no keys). A scope
     this connection's transaction changed is not read: its rows are."""
-    dirty = _dirty(connections[using])
+    dirty = dirty_scopes(connections[using])
     keys = sorted(key for key in set(keys) if key not in dirty)
     rows = SCOPE_VERSIONS.rows(using, keys=keys) if keys else []
     return Versions(keys=frozenset(keys), found={row["key"]: row["version"] for row in rows})
@@ -283,7 +283,7 @@ class SnapshotStore:
         transaction changed one of the scopes (the caller reads the rows
         themselves)."""
         connection = connections[using]
-        if not _dirty(connection).keys().isdisjoint(keys):
+        if not dirty_scopes(connection).keys().isdisjoint(keys):
             return None
         if versions is None or not versions.keys.issuperset(keys):
             versions = read_versions(keys, using)

@@ -96,6 +96,10 @@ def register(queue: WorkQueue) -> None:
     _registry[queue.name] = queue
 
 
+def unregister(name: str) -> None:
+    _registry.pop(name, None)
+
+
 def queues() -> list[WorkQueue]:
     return sorted(_registry.values(), key=lambda q: (q.position, q.name))
 
