@@ -13,7 +13,6 @@ from typing import Any
 
 from feedback.selectors import FeedbackSelection, FeedbackState, InvalidReason
 from tutor.context.budgets import cut
-from tutor.db.memo import Memo
 from tutor.kernel.conf import from_settings, optional_setting
 from tutor.kernel.fencing import escape_data, fence
 from tutor.kernel.rubrics import RUBRIC_ID_MAX_CHARS
@@ -134,19 +133,10 @@ def _item(criterion: dict[str, Any], index: int, limits: FeedbackLimits) -> tupl
     return item, paths
 
 
-# Blocks of terminal attempts (``FeedbackSelection.memo_key``), per budget:
-# a student's latest review is rendered once per process, not on every turn.
-RENDERED_BLOCKS = 4096
-_RENDERED = Memo("rendered feedback blocks", RENDERED_BLOCKS)
-
-
 def feedback_block(selection: FeedbackSelection) -> RenderedFeedback:
-    """``render_block(selection)``, kept for a selection of a terminal attempt
-    (``tutor.db.memo``): its block, text and meta are shared, never changed."""
-    limits = feedback_limits()
-    if selection.memo_key is None:
-        return render_block(selection, limits)
-    return _RENDERED.get_or_make((selection.memo_key, limits), lambda: render_block(selection, limits))
+    """``render_block`` under the budget in force now. (The tutor turn keeps
+    the blocks of terminal attempts per process: ``tutor.chat.assembler``.)"""
+    return render_block(selection, feedback_limits())
 
 
 def render_block(selection: FeedbackSelection, limits: FeedbackLimits) -> RenderedFeedback:

@@ -371,15 +371,18 @@ def test_item_cap_is_read_from_settings_at_call_time(task, student, settings):
 
 
 def test_a_block_kept_for_its_attempt_follows_a_budget_change(task, student, settings):
-    """A terminal attempt's block is rendered once per process and kept
-    (tutor.db.memo) -- under its budget: a changed setting renders it again."""
+    """A terminal attempt's block is rendered once per process and kept by
+    the tutor turn (tutor.chat.assembler, tutor.db.memo) -- under its
+    budget: a changed setting renders it again."""
+    from tutor.chat.assembler import rendered_feedback
+
     make_attempt(make_submission(student, task), result=chinese_result())
-    first = feedback_block(select_feedback(student, task))
-    assert feedback_block(select_feedback(student, task)) is first  # kept, not rendered again
+    first = rendered_feedback(select_feedback(student, task))
+    assert rendered_feedback(select_feedback(student, task)) is first  # kept, not rendered again
     kept = json.dumps(first.block)
 
     settings.FEEDBACK_MAX_ITEMS = 2
-    again = feedback_block(select_feedback(student, task))
+    again = rendered_feedback(select_feedback(student, task))
 
     assert [item["rubric_id"] for item in again.block["items"]] == ["A1", "A3"]
     assert len(first.block["items"]) > 2 and json.dumps(first.block) == kept  # the kept one is unchanged

@@ -14,10 +14,11 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field, replace
 
-from feedback.block import feedback_block
+from feedback.block import RenderedFeedback, feedback_limits, render_block
 from feedback.selectors import FeedbackSelection, select_feedback
 from tutor.chat.history import select_history
 from tutor.context.providers import ContextRequest, Section, SectionProvider, SendEffects, providers
+from tutor.db.memo import Memo
 from tutor.db.snapshots import read_versions, request_scope_keys
 from tutor.models import Task
 
@@ -32,6 +33,22 @@ Which language to answer in, in this order:
 
 # The keys of the context preview that providers' data join (SPEC §4).
 PREVIEW_DATA_KEYS = ("facts", "preferences", "lessons")
+
+
+# Blocks of terminal attempts (``FeedbackSelection.memo_key``), per budget:
+# a student's latest review is rendered once per process, not on every turn.
+RENDERED_BLOCKS = 4096
+RENDERED = Memo("rendered feedback blocks", RENDERED_BLOCKS)
+
+
+def rendered_feedback(selection: FeedbackSelection) -> RenderedFeedback:
+    """``feedback.block.render_block`` of ``selection``, kept for a selection
+    of a terminal attempt (``tutor.db.memo``): its block, text and meta are
+    shared, never changed."""
+    limits = feedback_limits()
+    if selection.memo_key is None:
+        return render_block(selection, limits)
+    return RENDERED.get_or_make((selection.memo_key, limits), lambda: render_block(selection, limits))
 
 
 @dataclass
@@ -78,7 +95,7 @@ def assemble_context(
         preview=preview,
         correlation_id=correlation_id,
         feedback=selection,
-        feedback_block=feedback_block(selection),
+        feedback_block=rendered_feedback(selection),
     )
     ordered = providers()
     keys = request_scope_keys(course_id=task.course_id, user_id=student.pk, sends=not preview)
