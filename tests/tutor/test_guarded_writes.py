@@ -14,14 +14,17 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from lessons.models import RecalledLesson, RecallTrace
-from lessons.services.usage import RECALLED, TRACE
 from tests.lessons.conftest import make_lesson
 from tutor.chat.services import CLAIM, MESSAGE, REPLY, session_open
 from tutor.db.guarded_writes import GUARD, Row, guarded_write, statement_sql
+from tutor.db.prepared import prepared_insert
 from tutor.llm import MODEL_CALL
 from tutor.models import ModelCall, TutorMessage, TutorSession
 
 pytestmark = pytest.mark.django_db
+
+# The recall trace and its lessons, as a turn writes them (Row.of).
+TRACE, RECALLED = prepared_insert(RecallTrace), prepared_insert(RecalledLesson)
 
 
 def claim_values(session, now=None) -> dict:
