@@ -12,7 +12,7 @@ from lessons.models import RecallTrace
 from lessons.services.lifecycle import lesson_inject
 from tests.factories import client_for, enroll
 from tests.rights.life import chat, live
-from tests.rights.test_erasure import _now, print_residue
+from tests.rights.test_erasure import nocap, print_residue
 from tutor.models import ModelCall
 from tutor.rights.erasure import student_erase
 
@@ -27,9 +27,9 @@ def staff(course):
 def test_a_lesson_from_their_work_recalled_for_a_classmate_leaves_no_residue(
     course, task, staff, registration, platform, fake_llm
 ):
-    life = live(course=course, task=task, platform=platform, staff=staff, fake_llm=fake_llm, capture=_now)
+    life = live(course=course, task=task, platform=platform, staff=staff, fake_llm=fake_llm, capture=nocap)
     lesson_inject(lesson=life.lesson, actor=staff)
-    chat(client_for(life.classmate), task, "first() returns undefined for an empty array? A2 fails", _now)
+    chat(client_for(life.classmate), task, "first() returns undefined for an empty array? A2 fails", nocap)
     [trace] = RecallTrace.objects.filter(student=life.classmate, recalled=life.lesson)
     calls = ModelCall.objects.filter(student=life.classmate, correlation_id=trace.correlation_id)
     assert calls.exists()
