@@ -4,6 +4,7 @@ role map; Open edX's forum moderators stay students; staff launches audited)."""
 
 from __future__ import annotations
 
+import re
 import time
 
 import pytest
@@ -57,7 +58,10 @@ def test_a_platform_clock_far_ahead_is_refused_saying_by_how_much(registration, 
 def test_the_leeway_is_a_setting(registration, browser, platform, task, settings):
     settings.LTI_CLOCK_LEEWAY = 0
 
-    assert_refused(skewed_launch(browser, platform, 3), 403, "3 s ahead")
+    response = skewed_launch(browser, platform, 3)
+    # "3 s ahead", or "2 s" when a loaded machine takes more than a second to check it.
+    assert_refused(response, 403, " s ahead")
+    assert re.search(r"clock is [23] s ahead", response.content.decode())
 
     settings.LTI_CLOCK_LEEWAY = 120
     assert skewed_launch(browser, platform, 100).status_code == 302
