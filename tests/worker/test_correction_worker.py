@@ -2,8 +2,9 @@
 
 The tutor turn runs in the test process through the HTTP API; the detection
 task is published after commit and a real ``celery -A tutor worker`` picks it
-up, classifies the message and writes the fact; the next request to the model
-shows it. A duplicate delivery of the same task writes nothing twice.
+up, classifies the message and writes a proposed fact with a staff case (the
+author's user memory meanwhile); once staff accept it, a classmate's next
+request to the model shows it. A duplicate delivery writes nothing twice.
 """
 
 from __future__ import annotations
@@ -17,6 +18,16 @@ from tests.worker.conftest import wait_for
 from tests.worker.fakellm import Reply
 from tests.worker.test_review_worker import queue_drained
 from tutor.models import AuditEvent, TutorMessage
+
+
+def staff_accept_every_case(staff) -> None:
+    """Course staff accept each open fact case as written (SPEC §5: a person)."""
+    from corrections.models import UNDECIDED_CASE_STATUSES, CaseKind, CorrectionCase
+    from corrections.services.cases import case_accept
+
+    for case in CorrectionCase.objects.filter(kind=CaseKind.FACT, status__in=UNDECIDED_CASE_STATUSES):
+        case_accept(case=case, staff=staff, reason="checked against the course material")
+
 
 pytestmark = [pytest.mark.worker, pytest.mark.django_db(transaction=True)]
 
@@ -42,12 +53,13 @@ def system_of(recorded) -> str:
 
 
 def test_the_worker_detects_a_correction_and_the_next_request_shows_it(
-    celery_worker, fake_llm, task, student_client, other_student
+    celery_worker, fake_llm, task, student_client, other_student, staff
 ):
     fake_llm.script(
         Reply("北京年均降雨量约为 500mm。"),  # the tutor's first answer
         Reply("谢谢指正。"),
-        Reply("北京年均降雨量约为 630mm。"),  # the second student's answer
+        Reply("北京年均降雨量约为 500mm。"),  # the second student's answer, before staff decided
+        Reply("北京年均降雨量约为 630mm。"),  # and after
     )
     session = open_session(student_client, task)
     send(student_client, session, "北京的年均降雨量大概是多少？")
@@ -59,18 +71,23 @@ def test_the_worker_detects_a_correction_and_the_next_request_shows_it(
         message=lambda: f"no fact was written\n{celery_worker.log_tail()}",
     )
     assert (fact.status, fact.statement, fact.supporter_count) == (
-        "verified",
+        "proposed",
         "北京年均降雨量是 630mm 左右",
         1,
     )
     correction = Correction.objects.get()
     assert str(correction.message_id) == correction_turn["user_message"]["id"]
-    assert correction.tiers == ["system"]
+    assert correction.tiers == ["system", "user", "case"]
     # The correction's audit row carries the correlation id of the request that stored the message.
-    assert AuditEvent.objects.get(event="fact_changed").correlation_id == correction.correlation_id
+    assert AuditEvent.objects.filter(event="fact_changed").first().correlation_id == correction.correlation_id
 
     bob = client_for(other_student)
-    send(bob, open_session(bob, task), "北京的年均降雨量大概是多少？")
+    bob_session = open_session(bob, task)
+    send(bob, bob_session, "北京的年均降雨量大概是多少？")
+    assert "630mm" not in system_of(fake_llm.requests[-1])  # a proposal is not the class's
+
+    staff_accept_every_case(staff)
+    send(bob, bob_session, "北京的年均降雨量大概是多少？")
     assert "北京年均降雨量是 630mm 左右" in system_of(fake_llm.requests[-1])
 
 
@@ -107,13 +124,14 @@ def test_a_duplicate_delivery_writes_nothing_twice(celery_worker, fake_llm, task
         "memory": MemoryItem.objects.count(),
         "audit": AuditEvent.objects.filter(event="fact_changed").count(),
     }
-    assert before == after == {"corrections": 2, "facts": 1, "supporters": 1, "memory": 1, "audit": 1}
+    # memory: the preference, and the author's own copy of the proposed fact.
+    assert before == after == {"corrections": 2, "facts": 1, "supporters": 1, "memory": 2, "audit": 1}
     assert Fact.objects.get().supporter_count == 1
     assert celery_worker.log_tail(400).count("Task corrections.tasks.detect_correction") >= 9
 
 
 def test_a_new_student_in_the_course_after_the_worker_run(
-    celery_worker, fake_llm, task, student_client, course
+    celery_worker, fake_llm, task, student_client, course, staff
 ):
     """The fact reaches a student enrolled after it was written: it is the course's."""
     fake_llm.script(Reply("北京年均降雨量约为 500mm。"), then=Reply("好的。"))
@@ -125,6 +143,7 @@ def test_a_new_student_in_the_course_after_the_worker_run(
         timeout=DETECTION_TIMEOUT,
         message=lambda: f"no fact was written\n{celery_worker.log_tail()}",
     )
+    staff_accept_every_case(staff)
 
     newcomer = client_for(enroll(course, "newcomer"))
     preview = newcomer.get("/api/tutor/context/", {"task": task.pk, "message": "北京年均降雨量？"}).json()
