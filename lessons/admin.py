@@ -1,9 +1,9 @@
 """The lessons work queue in Django admin (SPEC §8): pending drafts with their
 redaction marks, source and similar lessons, approved or rejected with a
 reason; quarantined lessons; lessons past review; skill candidates; recall
-traces. Every action goes through a service, which checks the permission and
-writes the audit event. Course staff see their courses (and, read-only,
-global lessons)."""
+traces (``admin_usage``). Every action goes through a service, which checks
+the permission and writes the audit event. Course staff see their courses
+(and, read-only, global lessons)."""
 
 from __future__ import annotations
 
@@ -14,27 +14,26 @@ from django.db.models.functions import Substr
 from django.http import Http404, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
-from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import mark_safe
 from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
-from lessons import access
+from lessons import (
+    access,
+    admin_usage,  # noqa: F401 -- registers the candidate and trace admins
+)
+from lessons.admin_filters import QueueFilter, run_each
 from lessons.admin_forms import DraftEditForm, LessonAddForm, RejectForm
-from lessons.desk import harmful_queue
 from lessons.models import (
     Lesson,
     LessonKind,
     LessonRevision,
     LessonStatus,
-    RecallTrace,
     RejectReason,
-    SkillCandidate,
 )
 from lessons.selectors import similar_lessons
 from lessons.services.lifecycle import (
-    held_global_lessons,
     lesson_approve,
     lesson_approve_and_use,
     lesson_create,
@@ -45,85 +44,13 @@ from lessons.services.lifecycle import (
     lesson_retire,
 )
 from lessons.services.revisions import lesson_edit
-from lessons.services.usage import skill_candidate_decide
-from tutor.admin_scoping import CappedCountPaginator, CourseScopedAdmin, ReadOnlyAdmin, ScopedFilter
+from tutor.admin_scoping import CappedCountPaginator, ScopedFilter
 from tutor.desk.rows import QueueRowsAdmin, RowAction
 from tutor.kernel.errors import DomainError
 from tutor.models import AuditEvent
 
 # The start of a lesson's body the queue shows (the list never loads the whole text).
 BODY_HEAD_CHARS = 160
-
-
-def _run(modeladmin, request, queryset, label: str, service) -> None:
-    """Apply ``service`` to each selected lesson; report what moved and what was refused."""
-    done, refused = 0, []
-    for obj in queryset:
-        try:
-            service(obj)
-        except DomainError as exc:
-            refused.append(f"{obj}: {exc.public_message()}")
-        else:
-            done += 1
-    if done:
-        modeladmin.message_user(request, f"{label}: {done}", messages.SUCCESS)
-    for line in refused:
-        modeladmin.message_user(request, line, messages.ERROR)
-
-
-class QueueFilter(admin.SimpleListFilter):
-    """What needs a decision, by default the pending drafts. Superusers also
-    get the global lessons marked harmful often enough for the automatic
-    quarantine but from too few courses (SPEC §6; the rule is
-    ``lesson_quarantine_if_harmful``'s): still injected, a person decides."""
-
-    title = "queue"
-    parameter_name = "queue"
-    DEFAULT = "pending"
-
-    HARMFUL_GLOBAL = "harmful_global"
-    HARMFUL = "harmful"  # the desk's card (lessons.desk.harmful_queue)
-
-    def lookups(self, request, model_admin):
-        found = [
-            ("pending", _("Pending review")),
-            ("approved", _("Approved, not in use")),
-            (self.HARMFUL, _("Harmful (quarantined or held)")),
-            ("quarantined", _("Quarantined")),
-            ("review_due", _("Past review_by")),
-            ("injected", _("Injected")),
-            ("all", _("All")),
-        ]
-        if request.user.is_superuser:
-            found.insert(4, (self.HARMFUL_GLOBAL, _("Harmful global lessons")))
-        return found
-
-    def choices(self, changelist):
-        current = self.value() or self.DEFAULT
-        for value, label in self.lookup_choices:
-            yield {
-                "selected": current == value,
-                "query_string": changelist.get_query_string({self.parameter_name: value}),
-                "display": label,
-            }
-
-    def queryset(self, request, queryset):
-        value = self.value() or self.DEFAULT
-        if value == "all":
-            return queryset
-        if value == self.HARMFUL:
-            scope = None if request.user.is_superuser else access.staff_course_ids(request.user)
-            return harmful_queue(queryset, course_ids=scope)
-        if value == self.HARMFUL_GLOBAL:
-            if not request.user.is_superuser:
-                return queryset.none()
-            return queryset.filter(pk__in=held_global_lessons().values("pk"))
-        if value == "review_due":
-            return queryset.filter(
-                review_by__lt=timezone.localdate(),
-                status__in=[LessonStatus.APPROVED, LessonStatus.INJECTED, LessonStatus.QUARANTINED],
-            )
-        return queryset.filter(status=value)
 
 
 @admin.register(Lesson)
@@ -448,7 +375,7 @@ class LessonAdmin(QueueRowsAdmin, admin.ModelAdmin):
 
     @admin.action(description="Approve selected pending lessons")
     def approve(self, request, queryset):
-        _run(
+        run_each(
             self,
             request,
             queryset,
@@ -461,7 +388,7 @@ class LessonAdmin(QueueRowsAdmin, admin.ModelAdmin):
         form = RejectForm(request.POST if "apply" in request.POST else None)
         if "apply" in request.POST and form.is_valid():
             reason, note = form.cleaned_data["reason"], form.cleaned_data["note"]
-            _run(
+            run_each(
                 self,
                 request,
                 queryset,
@@ -481,7 +408,7 @@ class LessonAdmin(QueueRowsAdmin, admin.ModelAdmin):
 
     @admin.action(description="Inject selected approved or quarantined lessons")
     def inject(self, request, queryset):
-        _run(
+        run_each(
             self,
             request,
             queryset,
@@ -491,7 +418,7 @@ class LessonAdmin(QueueRowsAdmin, admin.ModelAdmin):
 
     @admin.action(description="Quarantine selected injected lessons")
     def quarantine(self, request, queryset):
-        _run(
+        run_each(
             self,
             request,
             queryset,
@@ -501,7 +428,7 @@ class LessonAdmin(QueueRowsAdmin, admin.ModelAdmin):
 
     @admin.action(description="Keep selected held global lessons injected (until a new harmful mark)")
     def keep_injected(self, request, queryset):
-        _run(
+        run_each(
             self,
             request,
             queryset,
@@ -511,161 +438,10 @@ class LessonAdmin(QueueRowsAdmin, admin.ModelAdmin):
 
     @admin.action(description="Retire selected lessons")
     def retire(self, request, queryset):
-        _run(
+        run_each(
             self,
             request,
             queryset,
             "retired",
             lambda lesson: lesson_retire(lesson=lesson, actor=request.user),
         )
-
-
-class CandidateQueueFilter(admin.SimpleListFilter):
-    title = "status"
-    parameter_name = "status"
-
-    def lookups(self, request, model_admin):
-        return [("open", "Open"), ("accepted", "Accepted"), ("dismissed", "Dismissed"), ("all", "All")]
-
-    def choices(self, changelist):
-        current = self.value() or "open"
-        for value, label in self.lookup_choices:
-            yield {
-                "selected": current == value,
-                "query_string": changelist.get_query_string({self.parameter_name: value}),
-                "display": label,
-            }
-
-    def queryset(self, request, queryset):
-        value = self.value() or "open"
-        return queryset if value == "all" else queryset.filter(status=value)
-
-
-@admin.register(SkillCandidate)
-class SkillCandidateAdmin(QueueRowsAdmin, ReadOnlyAdmin):
-    paginator = CappedCountPaginator  # no full COUNT over a big table
-    list_display = ["act", "lesson", "course_label", "hit_count", "status", "created_at"]
-    list_filter = [CandidateQueueFilter]
-    list_select_related = ["lesson", "lesson__course", "decided_by"]
-    show_full_result_count = False
-    actions = ["accept", "dismiss"]
-    readonly_fields = ["lesson", "hit_count", "status", "decided_by", "decided_at", "note", "created_at"]
-
-    def get_queryset(self, request):
-        qs = super().get_queryset(request)
-        if request.user.is_superuser:
-            return qs
-        return qs.filter(
-            Q(lesson__course__isnull=True) | Q(lesson__course_id__in=access.staff_course_ids(request.user))
-        )
-
-    def has_decide_permission(self, request) -> bool:
-        return access.is_lessons_staff(request.user)
-
-    def get_row_actions(self, request):
-        is_open = lambda c: c.status == SkillCandidate.Status.OPEN  # noqa: E731
-        return (
-            RowAction("accept", _("Accept"), run=self._decide(True), applies=is_open, primary=True),
-            RowAction("dismiss", _("Dismiss"), run=self._decide(False), applies=is_open),
-        )
-
-    @staticmethod
-    def _decide(accept: bool):
-        def run(request, candidate, reason):
-            skill_candidate_decide(candidate=candidate, actor=request.user, accept=accept)
-            verb = gettext("Accepted") if accept else gettext("Dismissed")
-            return f"{verb}: {candidate.lesson.title}"
-
-        return run
-
-    @admin.display(description=_("course"))
-    def course_label(self, candidate: SkillCandidate) -> str:
-        return candidate.lesson.course.slug if candidate.lesson.course_id else "(global)"
-
-    @admin.action(description="Accept selected candidates (a skill will be written)")
-    def accept(self, request, queryset):
-        _run(
-            self,
-            request,
-            queryset,
-            "accepted",
-            lambda c: skill_candidate_decide(candidate=c, actor=request.user, accept=True),
-        )
-
-    @admin.action(description="Dismiss selected candidates")
-    def dismiss(self, request, queryset):
-        _run(
-            self,
-            request,
-            queryset,
-            "dismissed",
-            lambda c: skill_candidate_decide(candidate=c, actor=request.user, accept=False),
-        )
-
-
-@admin.register(RecallTrace)
-class RecallTraceAdmin(CourseScopedAdmin, ReadOnlyAdmin):
-    """ "Why was this lesson not shown?" -- every real tutor request's recall."""
-
-    paginator = CappedCountPaginator  # no full COUNT over a big table
-    list_display = ["created_at", "correlation_id", "student", "task", "recalled_count", "used_tokens"]
-    list_filter = [("course", ScopedFilter)]
-    list_select_related = ["student", "task", "task__course"]
-    search_fields = ["correlation_id", "student__username"]
-    show_full_result_count = False
-    readonly_fields = [
-        "correlation_id",
-        "course",
-        "student",
-        "task",
-        "session",
-        "context",
-        "params",
-        "used_tokens",
-        "budget_tokens",
-        "trace_table",
-        "omitted",
-        "counts",
-        "created_at",
-    ]
-    fields = readonly_fields
-
-    def get_queryset(self, request):
-        qs = super().get_queryset(request)
-        match = request.resolver_match
-        if match is not None and match.url_name.endswith("changelist"):
-            qs = qs.defer("lines", "context", "params", "omitted")
-        return qs
-
-    @admin.display(description="recalled")
-    def recalled_count(self, trace: RecallTrace) -> int:
-        return (trace.counts or {}).get("recalled", 0)
-
-    @admin.display(description="trace (lessons considered, in pipeline order)")
-    def trace_table(self, trace: RecallTrace):
-        if not trace.lines:
-            return "no lesson could reach the floor for this context"
-
-        def fmt(value):
-            return "-" if value is None else f"{value:.2f}"
-
-        rows = (
-            (
-                line["decision"],
-                line["title"],
-                fmt(line["score"]),
-                fmt((line["components"] or {}).get("tag")),
-                fmt((line["components"] or {}).get("symptom")),
-                fmt((line["components"] or {}).get("decay")),
-                line["tokens"],
-            )
-            for line in trace.lines
-        )
-        header = mark_safe(
-            "<tr><th>decision</th><th>lesson</th><th>score</th><th>tag</th><th>symptom</th>"
-            "<th>decay</th><th>tokens</th></tr>"
-        )
-        body = format_html_join(
-            "", "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>", rows
-        )
-        return format_html("<table>{}{}</table>", header, body)
