@@ -1,6 +1,6 @@
 """The named settings of the corrections app (SPEC §5), with their defaults.
 
-``tutor/settings.py`` reads each from the environment; code reads them here
+``tutor/settings/corrections.py`` reads each from the environment; code reads them here
 (``tutor.kernel.conf.optional_setting``: kept until a setting changes), so a test's
 ``settings`` override takes effect at once.
 """

@@ -13,7 +13,9 @@ DEPLOY = ROOT / "deploy"
 
 def variables_read() -> set[str]:
     names = set()
-    for source in (ROOT / "tutor/settings.py", ROOT / "tutor/ops/gunicorn_conf.py"):
+    sources = sorted((ROOT / "tutor/settings").glob("*.py"))
+    assert sources, "the settings package moved"
+    for source in (*sources, ROOT / "tutor/ops/gunicorn_conf.py"):
         names |= set(re.findall(r'env_[a-z]+\(\s*"([A-Z][A-Z0-9_]+)"', source.read_text()))
         names |= set(re.findall(r'_samesite\(\s*"([A-Z][A-Z0-9_]+)"', source.read_text()))
     return names

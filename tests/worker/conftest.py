@@ -27,7 +27,7 @@ database pytest-django created (PostgreSQL, or the SQLite file of
 worker to see them, and the attempt's dispatch runs on commit.
 
 Time limits are small (``WORKER_LIMITS``) so that a hung provider or a lost
-worker resolves in seconds; ``tutor/settings.py`` checks that they nest. The
+worker resolves in seconds; ``tutor/settings/base.py`` checks that they nest. The
 same values are set in the test process, where the sweep reads them.
 """
 
@@ -51,7 +51,7 @@ from tests.worker.fakellm import FakeLLM
 
 PROJECT_DIR = Path(__file__).resolve().parents[2]
 
-# Nesting (tutor/settings.py): REVIEW_MAX_GENERATIONS x (RETRIES+1) x TIMEOUT
+# Nesting (tutor/settings/base.py): REVIEW_MAX_GENERATIONS x (RETRIES+1) x TIMEOUT
 # = 2 s < soft 6 s < hard 8 s < the default visibility timeout.
 WORKER_LIMITS = {
     "TUTOR_LLM_TIMEOUT": 1,
