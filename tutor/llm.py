@@ -28,7 +28,7 @@ from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
 from django.utils import timezone
 
-from tutor.db.prepared import prepared_insert
+from tutor.db.inserts import prepared_insert
 from tutor.kernel.correlation import get_correlation_id
 from tutor.kernel.errors import ServiceUnavailable
 from tutor.kernel.redaction import redact_json, redact_text

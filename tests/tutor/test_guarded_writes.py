@@ -17,7 +17,7 @@ from lessons.models import RecalledLesson, RecallTrace
 from tests.lessons.conftest import make_lesson
 from tutor.chat.services import CLAIM, MESSAGE, REPLY, session_open
 from tutor.db.guarded_writes import GUARD, Row, guarded_write, statement_sql
-from tutor.db.prepared import prepared_insert
+from tutor.db.inserts import prepared_insert
 from tutor.llm import MODEL_CALL
 from tutor.models import ModelCall, TutorMessage, TutorSession
 

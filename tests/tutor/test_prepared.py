@@ -27,14 +27,8 @@ from tutor.chat.selectors import (
     student_task,
 )
 from tutor.chat.services import CLAIM, REPLY, session_open
-from tutor.db.prepared import (
-    PreparationError,
-    PreparedInsert,
-    PreparedQuery,
-    PreparedUpdate,
-    Updated,
-    prepared_insert,
-)
+from tutor.db.inserts import PreparedInsert, prepared_insert
+from tutor.db.prepared import PreparationError, PreparedQuery, PreparedUpdate, Updated
 from tutor.models import Course, Rubric, Task, TutorMessage, TutorSession
 
 # A session's message count set to a value: the plainest update there is.

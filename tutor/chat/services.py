@@ -20,7 +20,8 @@ from tutor.chat.offline import offline_reply
 from tutor.chat.selectors import SessionRead, earlier_messages
 from tutor.context.providers import SendEffects
 from tutor.db.guarded_writes import Row, guarded_write, insert_in_order
-from tutor.db.prepared import PreparedUpdate, prepared_insert
+from tutor.db.inserts import prepared_insert
+from tutor.db.prepared import PreparedUpdate
 from tutor.kernel.errors import Conflict, ServiceUnavailable
 from tutor.kernel.redaction import redact, unmarked
 from tutor.models import NoticeAcknowledgement, Task, TutorMessage, TutorSession

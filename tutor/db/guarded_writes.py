@@ -45,7 +45,8 @@ from dataclasses import dataclass, field
 from django.db import connections, models, transaction
 from django.db.models.signals import post_save, pre_save
 
-from tutor.db.prepared import PreparedInsert, PreparedUpdate, Updated, prepared_insert
+from tutor.db.inserts import PreparedInsert, prepared_insert
+from tutor.db.prepared import PreparedUpdate, Updated
 from tutor.db.statements import fetch_all, native_sql
 
 GUARD = "guard"
