@@ -7,7 +7,7 @@ the staff member's course, the lease and the case's state, and write the
 audit rows) and end with ``message_user``. Facts and cases show their whole
 history: who proposed, who supported, who decided, why and when. The
 changelists keep a constant number of queries (related rows selected or
-prefetched, no per-row query).
+prefetched, no per-row query). The read-only records are in ``admin_records``.
 """
 
 from __future__ import annotations
@@ -24,40 +24,29 @@ from django.utils.timesince import timesince
 from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
+from corrections import admin_records  # noqa: F401 -- registers the read-only record admins
 from corrections.admin_decide import CaseDecideMixin
-from corrections.conf import setting
+from corrections.admin_display import short
 from corrections.models import (
     UNDECIDED_CASE_STATUSES,
-    Correction,
     CorrectionCase,
     Fact,
     FactStatus,
     FactSupporter,
-    MemoryItem,
-    PendingDetection,
-    ProcessRule,
     Proposal,
     ProposalSupporter,
 )
 from corrections.services.cases import case_accept, case_claim, case_dispute, case_reject
-from corrections.services.dispatch import detections_send_again
 from corrections.services.facts import fact_reject, fact_set_pinned, fact_verify
 from tutor import access
-from tutor.admin_scoping import CappedCountPaginator, CourseScopedAdmin, ReadOnlyAdmin, ScopedFilter
+from tutor.admin_scoping import CappedCountPaginator, CourseScopedAdmin, ScopedFilter
 from tutor.desk.rows import QueueRowsAdmin, RowAction
 from tutor.kernel.errors import DomainError
 from tutor.models import AuditEvent
 
-WORDS_CHARS = 120  # a supporter's own words in the changelist
-
 
 def _undecided(case) -> bool:
     return case.status in UNDECIDED_CASE_STATUSES
-
-
-def _short(text: str, limit: int = WORDS_CHARS) -> str:
-    text = " ".join((text or "").split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def history_table(obj):
@@ -234,17 +223,17 @@ class CorrectionCaseAdmin(CaseDecideMixin, QueueRowsAdmin, DecidingAdmin):
     @admin.display(description=_("active fact"))
     def active_fact_display(self, case):
         fact = case.active_fact
-        return f"{_short(fact.statement)} ({fact.status})" if fact else "–"
+        return f"{short(fact.statement)} ({fact.status})" if fact else "–"
 
     @admin.display(description=_("proposed statements (supporters: their words)"))
     def proposals_display(self, case):
         items = []
         for proposal in case.proposals.all():
             words = "; ".join(
-                f"{s.user.username}: “{_short(s.correction.content if s.correction else '')}”"
+                f"{s.user.username}: “{short(s.correction.content if s.correction else '')}”"
                 for s in proposal.supporters.all()
             )
-            items.append((_short(proposal.statement), proposal.supporter_count, words))
+            items.append((short(proposal.statement), proposal.supporter_count, words))
         return format_html("<ul>{}</ul>", format_html_join("", "<li>{} ({}) — {}</li>", items))
 
     @admin.display(description="supporters")
@@ -367,15 +356,15 @@ class FactAdmin(QueueRowsAdmin, DecidingAdmin):
 
     def _verify(self, request, fact, reason):
         fact_verify(fact=fact, staff=request.user, reason=reason)
-        return gettext("Verified: %(fact)s") % {"fact": _short(fact.statement, 80)}
+        return gettext("Verified: %(fact)s") % {"fact": short(fact.statement, 80)}
 
     def _reject(self, request, fact, reason):
         fact_reject(fact=fact, staff=request.user, reason=reason)
-        return gettext("Rejected: %(fact)s") % {"fact": _short(fact.statement, 80)}
+        return gettext("Rejected: %(fact)s") % {"fact": short(fact.statement, 80)}
 
     @admin.display(description=_("statement"))
     def statement_short(self, fact):
-        return _short(fact.statement, 80)
+        return short(fact.statement, 80)
 
     @admin.display(description="superseded by")
     def successor(self, fact):
@@ -417,90 +406,3 @@ class FactAdmin(QueueRowsAdmin, DecidingAdmin):
             "Unpinned",
             lambda f: fact_set_pinned(fact=f, staff=request.user, pinned=False, reason=reason),
         )
-
-
-@admin.register(Correction)
-class CorrectionAdmin(CourseScopedAdmin, ReadOnlyAdmin):
-    paginator = CappedCountPaginator  # no full COUNT over a big table
-    list_display = ["created_at", "user", "type", "confidence", "topic", "statement_short", "tiers", "case"]
-    list_filter = ["type", "source", "classifier", ("course", ScopedFilter)]
-    list_select_related = ["user", "case"]
-    search_fields = ["user__username", "topic"]
-    show_full_result_count = False  # a big table: no second COUNT over all rows
-
-    def get_queryset(self, request):
-        return super().get_queryset(request).defer("content", "original_statement")
-
-    @admin.display(description="corrected statement")
-    def statement_short(self, correction):
-        return _short(correction.corrected_statement, 80)
-
-
-@admin.register(ProcessRule)
-class ProcessRuleAdmin(CourseScopedAdmin, ReadOnlyAdmin):
-    paginator = CappedCountPaginator  # no full COUNT over a big table
-    show_full_result_count = False
-    list_display = ["statement", "course", "approved_by", "created_at"]
-    list_filter = [("course", ScopedFilter)]
-    list_select_related = ["course", "approved_by"]
-
-
-class GivenUpFilter(admin.SimpleListFilter):
-    """Rows the sweep sent ``CORRECTIONS_DETECTION_MAX_SENDS`` times: it sends them no more."""
-
-    title = "sweep"
-    parameter_name = "given_up"
-
-    def lookups(self, request, model_admin):
-        return [("yes", "Given up (sent the most times)"), ("no", "Still sent by the sweep")]
-
-    def queryset(self, request, queryset):
-        most = setting("CORRECTIONS_DETECTION_MAX_SENDS")
-        if self.value() == "yes":
-            return queryset.filter(sends__gte=most)
-        if self.value() == "no":
-            return queryset.filter(sends__lt=most)
-        return queryset
-
-
-@admin.register(PendingDetection)
-class PendingDetectionAdmin(ReadOnlyAdmin):
-    """The detection outbox: user messages whose detection has not run yet.
-    An operator's view (superusers): a row normally lives for the seconds the
-    worker takes; rows that stay, refused publishes or many sends mean the
-    broker or the workers are down, beat is not running the sweep, or the
-    task fails on that message."""
-
-    paginator = CappedCountPaginator
-    list_display = ["message_id", "due_at", "failures", "sends", "created_at", "correlation_id"]
-    list_filter = [GivenUpFilter]
-    ordering = ["due_at"]
-    show_full_result_count = False
-    actions = ["send_again"]
-
-    def has_view_permission(self, request, obj=None):
-        return request.user.is_superuser
-
-    def has_resend_permission(self, request):
-        return request.user.is_superuser
-
-    @admin.action(description="Send the selected detections again", permissions=["resend"])
-    def send_again(self, request, queryset):
-        count = detections_send_again(message_ids=queryset.values_list("message_id", flat=True))
-        self.message_user(
-            request, f"{count} detection(s) due now; the next sweep sends them.", messages.SUCCESS
-        )
-
-
-@admin.register(MemoryItem)
-class MemoryItemAdmin(ReadOnlyAdmin):
-    """Students' own memory: superusers only (course staff decide facts, not memories)."""
-
-    paginator = CappedCountPaginator  # no full COUNT over a big table
-    list_display = ["created_at", "user", "tier", "kind", "content", "expires_at"]
-    list_filter = ["tier", "kind"]
-    list_select_related = ["user"]
-    show_full_result_count = False
-
-    def has_view_permission(self, request, obj=None):
-        return request.user.is_superuser
