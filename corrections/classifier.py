@@ -1,22 +1,6 @@
-"""The optional model classifier (SPEC §5: off by default; the rules stay the fallback).
-
-When ``CORRECTIONS_LLM_CLASSIFIER`` is on and a model is configured:
-
-- a message the rules found to be a correction is sent once more, with the
-  rules' reading, to the model (purpose ``classification``), which may change
-  the type, the confidence and the corrected statement, or answer that it is
-  no correction at all. Any failure -- the model down, an answer that is not
-  the JSON asked for, anything unexpected -- keeps the rules' result,
-  recorded with classifier ``rules_fallback``;
-- the gate widens (issue 36): a reply to a tutor's statement that the rules
-  pass over but that holds a contrast, negation, preference or instruction
-  word ("not", "but", "prefer", "should", 不, 但是, 以后 …; ``corrections.gate``)
-  is sent too, with no reading of the rules; what the model finds is read
-  as the rules would read it (number, topic, the tutor's statement). A
-  failure records nothing: there is no reading to fall back to.
-
-``classify`` is the one entry: the detection task, ``POST /api/corrections/``
-and ``manage.py eval_corrections --model`` read a message through it.
+"""The optional model classifier (SPEC §5: off by default; the rules stay the
+fallback). ``classify`` is the one entry. Details: docs/architecture.md,
+Correction detection.
 """
 
 from __future__ import annotations

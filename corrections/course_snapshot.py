@@ -1,26 +1,7 @@
 """A course's injected facts and process rules as a snapshot kept per process
-(SPEC §5, §10; ``tutor.db.snapshots``).
-
-The facts and process rules sections read them from the snapshot instead of
-running their statements (``corrections.injection``) on every request: the
-request reads the course's version once, for both sections. The snapshot
-holds the course's verified and disputed facts with their topic tokens, the
-tasks' stored overlaps with them (``TaskFactOverlap``) and the approved
-process rules; what depends on the request -- the message's tokens, the TTL
-against now -- is applied per request, by the statements' own rules:
-
-- a fact is relevant when the message or the task text holds at least
-  ``needed = min(N, token_count)`` of its tokens (N =
-  CORRECTIONS_INJECT_MIN_TOKENS), counted for the message from its tokens
-  and read for the task from the stored overlap; a fact without a token
-  never is;
-- and it is pinned or confirmed within CORRECTIONS_FACT_TTL_DAYS;
-- ranked by that overlap, then by the latest confirmation, then by id.
-
-What changes a snapshot -- a fact created, moved between statuses, pinned,
-confirmed, edited or deleted, a task's overlaps written again, a process
-rule approved, edited or deleted -- calls ``corrections_changed`` in the
-transaction of the change.
+(SPEC §5, §10; ``tutor.db.snapshots``), selected per request by the
+statements' own rules (``corrections.injection``). Details:
+docs/architecture.md, Snapshots.
 """
 
 from __future__ import annotations

@@ -1,28 +1,7 @@
 """The rule-based correction detector (SPEC §5; seed 002 §3.1; issue 36).
-Pure Python: it reads no row and writes none.
-
-A message is read as its author's own words (``corrections.reading``: code,
-logs and quotations set aside) and its cues are matched on the text
-(``corrections.cues``). The rules, in the seed's order:
-
-1. Not a correction of the tutor at all: the student fixes their own earlier
-   message ("my bad, I ran main2.py"), agrees ("yes exactly, 201 not 200"),
-   asks (with or without "?"), or the cue is about someone else ("my friend
-   says … he's wrong"), about their own work ("my test was wrong"), or sits
-   in a sentence of confusion or hope ("i don't get why it's wrong").
-2. Process (how the work is done: "first write the tests, then the code",
-   "先看报错日志 然后再改代码"), then preference (how the tutor answers: "please
-   answer in Chinese from now on", "prefer hints over full code", "别给我完整
-   代码"). A reply to a tutor's question is an answer, not a standing wish,
-   unless it says so ("from now on", 以后).
-3. Factual: a negation or correction word ("wrong", "不对", "你搞错了") -- or,
-   in reply to a tutor's statement on the same topic, an assertion
-   ("actually", "should be", 应该是), "X, not Y" where the tutor said Y, a
-   curt "no, …", or a cited source ("per the MDN page, …"). Confidence: a
-   number 0.9, a cited source 0.85, plain 0.7; nothing stated in its place
-   ("nah that's off", "错了错了") is negative feedback at 0.3.
-4. Without any cue, a different number on a topic of the tutor's statement
-   is an implicit correction at 0.6.
+Pure Python: it reads no row and writes none. The rules, in the seed's order:
+not a correction, process, preference, factual, implicit number. Details:
+docs/architecture.md, Correction detection.
 """
 
 from __future__ import annotations

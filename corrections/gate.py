@@ -1,23 +1,7 @@
 """The first look at a stored message: could it be a correction at all?
-(SPEC §5: detection runs on every user message; README, Benchmarks.)
-
-``is_candidate`` runs inside the request that stores a student's message,
-so it reads as little as it can and never less than ``detect`` needs:
-
-- a sentence ending with "?" is left out (``detect`` reads no cue in it but
-  a request: "can you stop using emojis?");
-- every Latin cue of ``corrections.cues`` needs a word that is a cue by
-  itself ("wrong", "actually", "prefer", their misspellings) or a pair of
-  neighbouring words ("should be", "not right", "next time", "use tables",
-  "before you"): the words and pairs of the text are looked up in sets;
-- a Chinese cue needs a character pair or character of its kind; only then
-  does that kind's pattern run;
-- a digit outside a question may be an implicit correction (a number).
-
-Anything it lets pass is read in full by the worker (``detect``). A text
-with invisible characters (which may hide a word's end) is read with every
-pattern. A test keeps the gate true for every message the detector reads as
-a correction.
+(SPEC §5: detection runs on every user message; README, Benchmarks.) It runs
+in the request, reads as little as it can and never less than ``detect``
+needs. Details: docs/architecture.md, Correction detection.
 """
 
 from __future__ import annotations

@@ -1,25 +1,7 @@
 """Reads of the tutor context: what the tutor is told (SPEC §5 injection, §10).
-
-Three statements serve the four sections: the course facts relevant to the
-request, the user's memory (preferences and the other memory items, in one
-statement the two providers share), and the course's process rules. Each
-runs on every tutor request, so each is a ``PreparedQuery``: SQL compiled
-once per process from the queryset next to it, run with new parameters.
-
-None of them reads rows that merely share a word with the request:
-
-- facts relevant through the task text come from ``TaskFactOverlap``, worked
-  out when the fact or the task was written, by one index range
-  (``reach >= N``);
-- facts relevant through the message come from the message's keys (its
-  tokens and their pairs, ``FactKey``), or -- for a long message, or when
-  one shared token is enough -- from the token index, counted per fact in
-  the index itself;
-- memory items come from the user's newest ones per kind plus those that
-  share a token with the message (what ranks them by overlap).
-
-The number each section left out is a window COUNT over the relevant rows,
-or a COUNT over the user's index entries, in the same statement.
+Three ``PreparedQuery`` statements serve the four sections, none reading rows
+that merely share a word with the request. Details: docs/architecture.md,
+Corrections in the tutor context.
 """
 
 from __future__ import annotations

@@ -1,21 +1,6 @@
-"""A user's memory as a snapshot kept per process (SPEC §5, §10; ``tutor.db.snapshots``).
-
-The preferences and memories sections read the user's items from the
-snapshot instead of running the memory statement
-(``corrections.injection.memory_queryset``) on every request. What depends
-on the request -- the session, the message's tokens, now against a session
-item's expiry -- is applied per request, by the statement's rules:
-
-- preferences: the user memory of kind ``preference``, newest first;
-- memories: this session's unexpired items of the other kinds, then the
-  user memory of the other kinds, each ranked by how many of the message's
-  tokens its topic shares, then newest first (ties by id);
-- each with its total.
-
-Only the items that can rank within the limits are ranked: the newest user
-memory, the items sharing a token with the message, this session's items.
-What changes a snapshot -- an item remembered, refreshed, forgotten or purged
--- calls ``memory_changed`` in the transaction of the change.
+"""A user's memory as a snapshot kept per process (SPEC §5, §10;
+``tutor.db.snapshots``), selected per request by the memory statement's rules.
+Details: docs/architecture.md, Snapshots.
 """
 
 from __future__ import annotations

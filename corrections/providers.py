@@ -1,19 +1,7 @@
-"""The corrections app's sections of the tutor's system message (SPEC §4, §5).
-
-Four providers take tutor's slots: ``facts`` (course facts relevant to the
-message or task), ``preferences`` (the student's own), ``memories`` (the
-student's own corrections: this session's, then user memory by relevance)
-and ``process_rules`` (approved rules of the course). Together they run two
-queries whatever the volume (SPEC §10: preferences and memories share one,
-through ``ContextRequest.shared``; facts and process rules come from the
-course's snapshot, ``corrections.course_snapshot``, whose version they read
-once); each keeps within its count and character
-budget, reports what it left out, and fences its data: a correction is a
-student's words, never an instruction the tutor follows unfenced. The
-message is tokenized once per request, the task text once per process.
-
-In the context preview, facts and process rules join ``facts``; preferences
-and memories join ``preferences``; every item carries its ``kind``.
+"""The corrections app's sections of the tutor's system message (SPEC §4, §5):
+``facts``, ``preferences``, ``memories`` and ``process_rules``, two queries
+whatever the volume. Details: docs/architecture.md, Corrections in the tutor
+context.
 """
 
 from __future__ import annotations

@@ -1,24 +1,6 @@
 """Reading a student's message as a reader does (SPEC §5: "triggers are
-matched on the text").
-
-- What is not the student's own words is set aside: code blocks and inline
-  code, quoted text (straight, curly and corner quotes), quoted lines
-  ("> …"), and lines that are code or log output (a traceback, an indented
-  block, ``Error: …``, a test runner's FAIL line). A cue inside them ("should
-  be", "wrong", 不对) is no correction.
-- The rest is read as one clean text: invisible characters dropped (a word
-  reads through "wr\u200bong"), each run of white space one space, every
-  character mapped back to its place in the message (a statement is cut
-  from the student's own text).
-- Sentences end at sentence punctuation and line breaks; a sentence's
-  clauses also end at commas, dashes and -- Chinese written without
-  punctuation -- a space beside a Chinese character.
-- A clause is a question when it ends with "?", starts as an English question
-  does ("is it …", "how do i …"), or reads as a Chinese one (吗, 是不是, 是…还是…)
-  -- the question mark students leave out.
-
-Cue patterns (``corrections.cues``) are matched on ``clean``; word
-segmentation is for topics only.
+matched on the text"): the student's own words, as one clean text, in
+sentences and clauses. Details: docs/architecture.md, Correction detection.
 """
 
 from __future__ import annotations

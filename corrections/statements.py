@@ -1,17 +1,6 @@
 """What a correction states (SPEC §5: "a stored statement is the student's
-sentence with the cue removed cleanly"), its number and its topic.
-
-- A cue is cut out of the student's own words with the clause it stands in
-  when that clause says nothing else ("That's wrong, it is 42" states "It is
-  42"; "The limit, that is wrong, is 60" states "The limit is 60"), else
-  alone, with a form of address or a filler word before it ("老师你说错了期末在
-  第16周" states "期末在第16周"). Words that carry a statement -- "should be",
-  应该是, "X, not Y", a cited source -- are never cut.
-- A digit inside a name or a version ("UTF-8", "Python 3.10", "node 20",
-  "main2.py", "A4", "18.17.0") is no number: only a quantity raises a
-  correction's confidence to the seed's 0.9.
-- A correction without words of its own ("实际上是 580mm") takes the topic of
-  the tutor's clause holding a number, and states that clause with its number.
+sentence with the cue removed cleanly"), its number and its topic. Details:
+docs/architecture.md, Correction detection.
 """
 
 from __future__ import annotations

@@ -1,18 +1,5 @@
-"""Reading correction text: segmentation, numbers, topics, statement keys (SPEC §5).
-
-Chinese has no spaces, so words come from a segmenter: rjieba (the Rust port
-of jieba; its dictionary ships inside the wheel, so it works offline, and it
-loads in a tenth of the time of the pure-Python jieba, which gives the same
-words on the seed's sentences). Latin words and numbers come from a regular
-expression.
-
-Offsets matter: triggers are cut out of the user's own text, so the text is
-normalised with a mapping that keeps every character at its place (full-width
-forms to ASCII, curly quotes to straight ones, lower case per character).
-
-A statement's topic is its set of content tokens: words without trigger
-words, numbers, units and stop words. Two topics are the same when their
-Jaccard similarity reaches ``CORRECTIONS_TOPIC_MATCH``.
+"""Reading correction text: segmentation, numbers, topics, statement keys
+(SPEC §5). Details: docs/architecture.md, Correction detection.
 """
 
 from __future__ import annotations

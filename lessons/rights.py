@@ -1,19 +1,6 @@
-"""The lessons app's part of the data rights (SPEC §13; ``tutor.rights``).
-
-Erasure: the person's recall traces go (with the hits they counted). A
-lesson captured from their work stays only if staff approved it -- it is the
-course's knowledge then -- with its link to their submission and attempt
-cut; a draft from their work that staff never approved goes. A staff
-member's lessons and decisions stay without their name. A draft's
-revisions (staff edits, SPEC §6) follow their lesson: deleted with it, or
-kept without the evidence quoted from the person's work; a staff member's
-revisions lose their name and note.
-
-Export: which lessons were recalled into their tutor requests -- never the
-trace lines (staff data, SPEC §6), nor lessons that were not recalled. Draft
-revisions are staff's work on course knowledge: the only text of the
-student's they hold is quoted evidence, which the export carries with the
-submissions it came from.
+"""The lessons app's part of the data rights (SPEC §13; ``tutor.rights``):
+erasure and export of the person's recall traces and lessons. Details:
+docs/architecture.md, Data rights.
 """
 
 from __future__ import annotations

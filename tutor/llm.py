@@ -1,17 +1,6 @@
-"""The model client: OpenAI-compatible ``/chat/completions`` over httpx (SPEC §2, §4, §11).
-
-Retries live here and nowhere else: HTTP 5xx, 408, 429, timeouts and
-connection errors are retried ``TUTOR_LLM_RETRIES`` times with doubling
-backoff, then raise ModelUnavailable; any other 4xx (bad key, unknown model)
-is a configuration error and is not retried. Every HTTP exchange writes one
-``ModelCall`` audit row.
-
-Model output is untrusted input (SPEC §2): it is sanitised here, where it
-enters, before anything stores or parses it -- NUL characters dropped, lone
-surrogates replaced, oversize text cut. PostgreSQL refuses a NUL in text and
-jsonb, and neither database can encode a lone surrogate: unsanitised, one
-such reply failed the ModelCall write, and with it the tutor turn (a 500) or
-the review's terminal write (an attempt left running).
+"""The model client: OpenAI-compatible ``/chat/completions`` over httpx (SPEC §2,
+§4, §11). Retries live here and nowhere else; model output is sanitised here,
+where it enters. Details: docs/architecture.md, The model client.
 """
 
 from __future__ import annotations

@@ -1,25 +1,7 @@
 """Review cases: proposals, claims and decisions (SPEC §5, §8; seed 002 §4.4).
-
-Rules:
-- One undecided case per (course, kind, topic) collects every conflicting
-  correction, grouped by statement; each statement counts distinct supporters.
-- A claim is a lease of ``CORRECTIONS_CASE_LEASE_SECONDS`` (8 h). Claiming
-  or deciding a case someone else holds under a live lease is refused (409);
-  so is deciding a decided case. Both are one conditional UPDATE, so two
-  staff members deciding at once cannot both win.
-- A student's new fact is ``proposed`` with a case of its own topic: no
-  student verifies a course fact by themselves (turn 3). Staff decide, or
-  ``CORRECTIONS_AUTO_VERIFY_SUPPORTERS`` (N >= 2, opt-in) distinct students
-  with the same statement and no conflicting proposal do (``case_corroborate``).
-- accept: the chosen proposal (by default the one with most supporters), or
-  staff's own wording of it (``statement``: an edit or the true value, the
-  staff member its author), becomes the verified fact; the active one is
-  superseded (``valid_to``) -- a proposed active fact accepted as written is
-  verified in place. reject: a verified fact stays, a proposed one is turned
-  down. dispute: the fact is marked disputed and the tutor is told the
-  statements and the staff note. A process case accepted becomes a course rule.
-- Every claim and decision writes its audit row (``case_claimed`` …) in the
-  same transaction, and so does every fact status change it causes.
+One undecided case per (course, kind, topic); claims are leases; every claim
+and decision is one conditional UPDATE with its audit row. Details:
+docs/architecture.md, Correction routing and review cases.
 """
 
 from __future__ import annotations

@@ -1,32 +1,8 @@
 """Publishing detection tasks through an outbox (SPEC §5: detection runs on
-every user message).
-
-Detection's first rule is taken as a user message is stored: whether it can
-be a correction at all (``corrections.gate``: a cue of a correction, or a
-number, outside a question; with the model classifier on, any word of
-contrast, negation, preference or instruction). It reads nothing, and the
-worker would take it first and stop there for anything else, so a message
-that is no candidate needs no outbox row, no task and no worker (SPEC §10:
-a tutor turn's statements). Every candidate gets a ``PendingDetection`` row in the
-write that stores it (``corrections.receivers``), and its detection is
-published after the commit. The detection task deletes the row once it has
-run. So a detection is never lost between the commit and the worker: when
-the web process dies before publishing, the broker refuses the task, or a
-published task is lost, the row stays and the sweep publishes it again when
-it is due (``due_at``):
-
-- a stored message's row is due one ``CELERY_VISIBILITY_TIMEOUT`` after it
-  was written -- a published task still in the queue is not sent twice;
-- a refused publish makes it due ``CORRECTIONS_DETECTION_SWEEP_INTERVAL``
-  later;
-- the sweep sends a row at most ``CORRECTIONS_DETECTION_MAX_SENDS`` times
-  (a message the task keeps failing on is logged and left to an operator,
-  who can send it again from admin); a publish the broker refused does not
-  count as a send.
-
-The task is safe to run twice (one correction per message), so a publish
-that reached the broker although it reported a failure costs a repeat only.
-Publishing costs no write on success: the row was written with the message.
+every user message): a candidate message gets a ``PendingDetection`` row in
+the write that stores it, its task is published after the commit, and the
+sweep publishes again what was lost. Details: docs/architecture.md,
+Correction detection.
 """
 
 from __future__ import annotations

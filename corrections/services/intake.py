@@ -1,18 +1,6 @@
 """Detecting and recording corrections (SPEC §5): from a stored tutor message
-(the Celery task) or from an explicit ``POST /api/corrections/``.
-
-The cheap path comes first: a message with no trigger word and no number
-outside a question is dismissed by pure Python, after one prepared read of
-the message's text, and nothing is written. A correction is redacted before
-anything of it is stored or used as a topic, and recorded in one
-transaction with everything it writes:
-
-- a duplicate delivery of the task finds the message's correction and writes
-  nothing (unique per message);
-- identical repeated corrections by one user count once (unique per user,
-  course and type + topic + statement -- per session for session memory);
-- a user may record at most ``CORRECTIONS_RATE_LIMIT`` corrections; past it
-  the explicit endpoint answers 429 and a chat message is not recorded.
+(the Celery task) or from an explicit ``POST /api/corrections/``. Details:
+docs/architecture.md, Correction detection.
 """
 
 from __future__ import annotations

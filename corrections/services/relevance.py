@@ -1,19 +1,5 @@
-"""The relevance index of course facts (SPEC §5, §10), written with what it indexes.
-
-A tutor request must find the facts whose topic its message or its task text
-overlaps without reading every fact that shares one word with them. So:
-
-- a new fact gets its token rows (``FactToken``, with its token count), its
-  keys (``FactKey``: pairs of its tokens) and its overlap with every task of
-  the course (``TaskFactOverlap``), in the same transaction;
-- a task whose text is saved gets its tokens (``TaskToken``) and its overlap
-  with every fact of the course again, from the token index;
-- ``relevance_rebuild`` writes it all again, for when what reads the text
-  changed under stored rows (``CORRECTIONS_QUERY_MAX_TOKENS``, the stop-word
-  lists): ``manage.py corrections_reindex``.
-
-A fact's status, pin and TTL are read by the request itself, so a decision
-on a fact writes nothing here; deleting a fact or a task cascades.
+"""The relevance index of course facts (SPEC §5, §10), written with what it
+indexes. Details: docs/architecture.md, Corrections in the tutor context.
 """
 
 from __future__ import annotations

@@ -1,21 +1,6 @@
-"""Where a detected correction is written: the routing table of SPEC §5.
-
-| type                   | written to                                                         |
-|------------------------|--------------------------------------------------------------------|
-| factual, c < 0.7       | session memory                                                     |
-| factual, 0.7 ≤ c < 0.85| user memory                                                        |
-| factual, c ≥ 0.85      | a *proposed* system fact and the review case of its topic (new, or |
-|                        | the open one; the same statement adds a supporter); user memory    |
-|                        | meanwhile; staff acceptance (or opt-in corroboration) verifies it  |
-| preference             | user memory                                                        |
-| process                | user memory; c ≥ 0.8 also a review case (accepted: a course rule)  |
-| negative               | session memory, expiring after CORRECTIONS_NEGATIVE_TTL_SECONDS    |
-
-Thresholds are the ``CORRECTIONS_*`` settings. Two cases the table leaves
-open: without a session there is no session memory, so a session-tier
-correction is recorded with no tier; and a factual correction whose topic is
-empty (no words to key it by) cannot be a system fact, so it stays in user
-memory.
+"""Where a detected correction is written: the routing table of SPEC §5
+(thresholds are the ``CORRECTIONS_*`` settings). Details: docs/architecture.md,
+Correction routing and review cases.
 """
 
 from __future__ import annotations

@@ -1,27 +1,8 @@
-"""Capture from reviews (SPEC §6 capture a; seed 003: capture from failures).
-
-Rule: a criterion that FAILed on a submission with an external basis (``ci``
-from the course's CI service, or a machine ``check``) and PASSes, on the same
-kind of basis, on the student's next submission is a verified fix: it becomes
-one ``pending`` draft -- symptoms from the failing reason and evidence, tags
-from the task, body from that criterion's failing reason and what its passing
-evidence shows changed (``what_changed``: the file that appeared, the CI or
-check result that changed). Never the review's ``next_step``: it names the
-first failing item, often another criterion (issue 36: an A4 fix drafted as
-"Fix A1: CI passes").
-
-Never from an ``unavailable`` or ``invalid`` attempt (on either side: an
-unavailable attempt keeps its check verdicts, but nothing was completed),
-never from a hidden criterion (SPEC §6, §9), and never twice for the same
-fix: ``lesson_one_draft_per_fixed_criterion`` makes a duplicate delivery or a
-re-review of the fixing submission a no-op.
-
-A draft is later injected into students' tutor requests, so it is built only
-from what the student was allowed to see of both reviews: the results pass
-through ``feedback.visibility.student_result`` (the one place that decides
-it) first. A visible CI criterion's log tail is therefore no symptom when a
-hidden check reads the same log; a fixed stand-in text is never copied into
-a draft.
+"""Capture from reviews (SPEC §6 capture a; seed 003: capture from failures):
+a criterion that FAILed on an external basis and PASSes on the student's next
+submission becomes one ``pending`` draft, built only from what the student
+could see. Details: docs/architecture.md, Lesson capture, deltas, import and
+lifecycle.
 """
 
 from __future__ import annotations

@@ -1,26 +1,8 @@
 """Playbook deltas (SPEC §6; seed 004: the model only proposes, deterministic
-code writes, and only on a signal that comes from outside the model).
-
-Rules, each refusal a 400 naming the delta and the rule, and the request
-applied all or nothing:
-
-- ``signal_attempt`` is a completed review attempt with at least one
-  acceptance criterion of basis ``ci`` (reported by the course's CI service)
-  or ``check`` (a machine check) -- a model-only or self-reported verdict is
-  no external signal;
-- ``add`` becomes a ``pending`` lesson (a human still approves it): kind
-  ``guardrail`` when a ``ci``/``check`` criterion FAILed, else ``strategy``;
-  at most 3 adds per signal attempt across requests (``delta_slot``, a
-  database rule); an add whose text nearly duplicates an existing lesson
-  (token Jaccard ≥ 0.8) is not added, does not count, and is answered with
-  ``duplicate_of``;
-- ``helpful`` / ``harmful`` bump a counter with ``F()``, only for a lesson a
-  stored recall trace shows recalled for the attempt's student and task (the
-  ACE rule: marks apply to bullets actually used), at most once per (signal
-  attempt, lesson) (``deltabump_once_per_signal``); a ``harmful`` mark may
-  quarantine the lesson (``lesson_quarantine_if_harmful``: a global lesson
-  only on marks from several courses);
-- there is no op that rewrites or deletes content.
+code writes, and only on a signal that comes from outside the model). Each
+refusal is a 400 naming the delta and the rule; a request applies all or
+nothing. Details: docs/architecture.md, Lesson capture, deltas, import and
+lifecycle.
 """
 
 from __future__ import annotations

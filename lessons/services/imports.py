@@ -1,23 +1,7 @@
-"""Bulk import of an existing lesson library (SPEC §1 ``import_lessons``).
-
-The file is a JSON or YAML list of rows ``{title, body, tags, symptoms,
-status, hit_count, last_hit, review_by, tokens, course, kind}``; only
-``title`` and ``body`` are required. The whole file is validated first (an
-error names the field by its path, ``[3].review_by``) and then imported in one
-transaction: all rows or none. Statuses are kept -- an imported library's
-``injected`` lessons are in use at once -- and each row is audited as an
-operator's import (``lesson_imported``). A given ``tokens`` is kept (estimated
-only when absent). Counters ``helpful``/``harmful`` are not importable: they
-change only through deltas backed by an external signal (seed 004).
-
-A row identical (after redaction) to a lesson of the same scope is skipped,
-so running the same file twice imports it once.
-
-A ``review_by`` already in the past is kept, not refused: an existing library
-carries overdue review dates, the dates are kept like the statuses (SPEC §1),
-and recall already filters such a lesson out (``filtered_expired``, SPEC §6)
-while the review-due listing shows it to staff. The report names each such
-row, so the operator sees which lessons arrive overdue.
+"""Bulk import of an existing lesson library (SPEC §1 ``import_lessons``):
+validated whole, then imported in one transaction, statuses kept, each row
+audited. Details: docs/architecture.md, Lesson capture, deltas, import and
+lifecycle.
 """
 
 from __future__ import annotations

@@ -1,18 +1,7 @@
 """The lesson lifecycle (SPEC §6; seed 003): no path from ``pending`` to
-``injected`` except through a human approval.
-
-    pending → approved (staff) → injected
-    pending → rejected (staff, with a template reason)
-    injected → quarantined (staff, or automatically: harmful ≥ 3 and harmful > helpful;
-                            a global lesson only on marks from ≥ 2 courses)
-    quarantined → injected | retired (staff)
-    injected → retired (staff)
-    injected → injected (a superuser keeps a held global lesson: ``lesson_keep``)
-
-Each transition is one conditional UPDATE (``WHERE status = <from>``): a
-lesson someone else moved meanwhile is a 409, never overwritten. Each writes
-its ``lesson_<transition>`` audit event in the same transaction, and each
-service is the outermost transaction (``durable``).
+``injected`` except through a human approval; each transition one conditional
+UPDATE with its audit event. Details: docs/architecture.md, Lesson capture,
+deltas, import and lifecycle.
 """
 
 from __future__ import annotations

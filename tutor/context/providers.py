@@ -1,21 +1,7 @@
 """Section providers of the tutor's system message (SPEC §4; STYLE: paperless'
-ordered plugin list).
-
-A provider turns the request into one fenced section: its text, the ids it
-included, what it omitted and its budget. The assembler (``tutor.chat.assembler``)
-calls every registered provider in ``position`` order and builds the system
-message and each ``context_meta`` key in one loop, so a new section is one
-provider registered from its own app's ``AppConfig.ready()`` -- never an edit
-of the assembler.
-
-Slots: tutor registers an empty provider for every section SPEC §4 names
-(facts, preferences, memories, process rules, lessons), so ``context_meta``
-always carries every key; the app that owns a section registers a provider
-under the same name, which takes the slot's place.
-
-A real send's effects (a stored recall trace, hit counts) a provider reports
-as data (``send_effects``: ``SendEffects``); the tutor turn
-(``tutor.chat.services``) writes them with the reply -- never for a preview.
+ordered plugin list): a new section is one provider registered from its
+app's ``AppConfig.ready()``, never an edit of the assembler. Details:
+docs/architecture.md, Context assembly.
 """
 
 from __future__ import annotations

@@ -1,37 +1,8 @@
 """An UPDATE and the rows written with it -- only when it changed a row --
-as one atomic write (SPEC §4, §10).
-
-A tutor turn writes twice: the claim of its session with the user message
-(and what other apps store with it: the correction detection's outbox row),
-then the release of the claim with the reply, its model call and the send's
-effects (the recall trace, the recalled lessons). Each write is all or
-nothing, and each depends on the session's UPDATE: a session whose reply slot
-another request holds, or a reply whose claim was taken over, writes nothing.
-
-On PostgreSQL such a write is one statement, its own transaction: the
-ORM's ``UPDATE … RETURNING`` (``PreparedUpdate``) is a data-modifying common
-table expression, and each row is the ORM's INSERT of it
-(``PreparedInsert``) selecting its values FROM that expression -- written
-exactly when the UPDATE returned a row, in the same snapshot; a value the
-UPDATE returns (the message's position) is read from it by name. As a
-transaction of separate statements the same write cost a BEGIN, a round
-trip per statement and a COMMIT: on the benchmark a turn's two writes went
-from fourteen round trips to two. The composed SQL is the ORM's own, only
-rearranged (``statement_sql``); the tests hold it to the ORM's statements
-and the rows to ``create()``'s. It is bound and prepared on the server like
-the tutor's hot reads (``tutor.db.statements``): a statement of a given
-shape is planned once per connection.
-
-Elsewhere (SQLite has no data-modifying CTEs) the statements run one after
-another in a transaction, as the ORM would run them.
-
-Signals are those of ``create()``: ``pre_save`` before the write,
-``post_save`` once the rows are written, in the write's transaction (on
-PostgreSQL a model with a ``post_save`` receiver makes the write a
-transaction around its statement and the receivers).
-A failed write raises the database's error and leaves nothing written; inside
-an open transaction the statement runs in a savepoint, so the transaction
-can go on (a caller may retry another way).
+as one atomic write (SPEC §4, §10): on PostgreSQL one statement (a turn's two
+writes went from fourteen round trips to two on the benchmark), on SQLite a
+transaction; held to the ORM's statements and ``create()``'s rows by
+tests/tutor/test_guarded_writes.py. Details: docs/architecture.md, A turn's writes.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Model.objects.create(**values) with the ORM's INSERT compiled once per process
 (SPEC §10): the tutor turn's rows -- its two messages, the model call, the recall
-trace, the detection outbox. Docs: docs/architecture.md, the performance layer."""
+trace, the detection outbox. Details: docs/architecture.md, Precompiled statements."""
 
 from __future__ import annotations
 

@@ -1,27 +1,7 @@
-"""Snapshots of course-scoped rows, kept in each process (SPEC §10).
-
-A hot read that depends only on rows which change rarely -- a course's
-injected lessons -- is answered from a snapshot loaded once per process and
-kept while the versions of its scopes (``ScopeVersion``) are unchanged. A
-read costs one indexed query for the versions, whatever the rows' number.
-
-Writers call ``scope_changed(key)`` in the transaction of the change. After
-the commit, a new random version is written in a one-statement transaction
-of its own -- never inside the writer's: a row locked until commit by every
-writer of a course is where two writers moving rows crosswise deadlocked
-(the stage counts lessons 0005 dropped). The writing process drops its own
-snapshot at once. Until the commit the scope is *dirty* on the writer's
-connection: reads there bypass the snapshot and read the rows themselves, so
-a transaction sees its own changes and no snapshot holds a change that may
-yet roll back.
-
-Why a reader is right in every order: it reads the versions before it loads
-the rows. Having read the old version, whatever it loaded is labelled old and
-reloaded at its first read after the new version is written; it reads the
-new version only after the change committed, so its rows include it. The one
-window is between a commit and the write of the new version (one statement);
-a process dying just there leaves other processes' snapshots stale until
-``TUTOR_SNAPSHOT_MAX_AGE`` seconds, after which every snapshot is reloaded.
+"""Snapshots of course-scoped rows, kept in each process (SPEC §10): a read
+costs one indexed query for the versions (``ScopeVersion``), whatever the
+rows' number; writers call ``scope_changed(key)`` in the transaction of the
+change. Details: docs/architecture.md, Snapshots.
 """
 
 from __future__ import annotations

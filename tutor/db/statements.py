@@ -1,50 +1,9 @@
 """Running the precompiled hot-path SQL (``tutor.db.prepared``) as PostgreSQL
-server-side prepared statements (SPEC §10: on PostgreSQL, planning cost 5-6x
-execution on the tutor context).
-
-Django binds parameters on the client, and psycopg never prepares such a
-query. For this SQL only, ``fetch_all`` opens Django's cursor on a
-server-binding psycopg cursor and lets psycopg prepare the statement on the
-connection from its third run (``PREPARE_THRESHOLD``): later runs skip the
-server's parsing and analysis, and its planning too once PostgreSQL settles
-on a generic plan. The connection's ``prepare_threshold`` is set for that
-execution alone, so psycopg neither counts nor keeps any other query (its
-cache keys a client-bound query by its full text, values included).
-
-Left unprepared: SQL with more than ``PREPARE_MAX_PARAMS`` parameters (a long
-message's word lists, rarely run twice), everything on SQLite (Python's
-sqlite3 module already reuses compiled statements), and everything with
-``DATABASE_PREPARED_STATEMENTS=0`` (a pooler that cannot keep them).
-
-A prepared statement is planned once, for any values (``use_generic_plans``:
-the session's ``plan_cache_mode``). Left to choose, PostgreSQL planned the
-facts, lessons, history and, for some users, memory statements again for
-each run's values -- its cost model judged the generic plan worse -- and
-measured on the benchmark's data (10k lessons and facts), the generic plans
-ran faster, planning aside: facts 0.34 against 0.64 ms, lessons 0.46 against
-0.98 ms. Only statements whose values travel apart from their SQL are planned
-so: these, including their first two runs, before they are prepared. Django
-binds every other query on the client, its values written into the SQL; the
-migrations' trigger functions cache plans too, of a constant-free check. The
-tests pin the generic plans of the statements that could go wrong (no scan
-of every lesson, nor of a whole kind of keys). The SET is one round trip per
-new connection (kept for ``DATABASE_CONN_MAX_AGE``); behind a pooler in
-transaction mode it does not follow the client (set it for the role there).
-
-A statement prepared before another connection changed a column it returns
-("cached plan must not change result type") is deallocated, and the query
-run again once, on a client-bound cursor -- outside a transaction; inside
-one the error stands, as any error of a migration racing a request would.
-A ROLLBACK makes psycopg drop the connection's statements: they are
-prepared again on their third run.
-
-The SQL reaches the driver with its own placeholders, written once per
-statement (``native_sql``): psycopg's raw cursor takes ``$1`` as it is, and
-sqlite3 takes ``?``. Otherwise each run would have psycopg split the SQL
-again (it caches no statement with more than 50 parameters) and Django
-rewrite it for SQLite: about 0.1 ms of every context on each database.
-Django's execute wrappers and query log still see the SQL in Django's own
-form; a wrapper that changes the SQL has its SQL converted and run.
+server-side prepared statements, with generic plans and the driver's own
+placeholders (SPEC §10: on PostgreSQL, planning cost 5-6x execution on the tutor
+context; generic plans: facts 0.34 against 0.64 ms, lessons 0.46 against 0.98 ms;
+tests/tutor/test_server_statements.py). Details: docs/architecture.md,
+Precompiled statements.
 """
 
 from __future__ import annotations

@@ -1,18 +1,6 @@
-"""The platform's public key set, cached per registration (SPEC §12).
-
-A launch is verified with the key its token names (``kid``). Rules:
-- the key set is kept in the shared cache per registration for as long as
-  the platform's ``Cache-Control: max-age`` says, within
-  [``KEYSET_MIN_AGE``, ``KEYSET_MAX_AGE``] (``KEYSET_DEFAULT_AGE`` without
-  one): a launch does not fetch it, and neither does a forged POST;
-- a ``kid`` the cached set lacks (a key rotation) fetches the set again, at
-  most once per ``KEYSET_MIN_AGE``: a stream of forged kids costs one fetch;
-- a fetch is bounded by ``LTI_JWKS_TIMEOUT``; an answer that is not a key set
-  (5xx, timeout, not JSON) is the platform's outage -- ``KeySetUnavailable``,
-  the 503 "try again" page -- and is remembered for ``KEYSET_FAILURE_AGE``,
-  so a hanging LMS holds one web thread, not one per launch; while a stale
-  set is still kept, its keys go on verifying launches meanwhile.
-The cache failing (Redis down) only means fetching.
+"""The platform's public key set, cached per registration (SPEC §12). A launch
+is verified with the key its token names (``kid``). Details:
+docs/architecture.md, LTI rules.
 """
 
 from __future__ import annotations

@@ -1,21 +1,5 @@
-"""Reading a roster page by page (NRPS 2.0; SPEC §12).
-
-pylti1p3 gets the token and sends each request; the paging is done here,
-because the library reads only ``rel="next"`` in quotes and lower-cases the
-URL it found. Rules:
-- ``Link`` headers are parsed as RFC 8288 §3 says: several links in one
-  header or several headers, parameters in any order, ``rel`` as a token or
-  a quoted string holding one or more relation types, matched without regard
-  to case; the target is kept exactly as sent (a relative one is resolved
-  against the page it came from);
-- ``rel="next"`` is followed until a page has none, at most
-  ``LTI_ROSTER_MAX_PAGES`` pages; a URL met twice, a member on two pages,
-  a page that is not a membership container or an error answer means the
-  roster was not read whole: ``RosterIncomplete``, and the caller changes
-  nothing;
-- a page of membership differences (NRPS 2.0 §2.4.3: members marked
-  ``Deleted``, or a ``since`` query) is reported as such: it lists changes,
-  not the roster.
+"""Reading a roster page by page (NRPS 2.0; SPEC §12); anything short of the
+whole roster is ``RosterIncomplete``. Details: docs/architecture.md, LTI rules.
 """
 
 from __future__ import annotations

@@ -1,17 +1,6 @@
 """The role map: LTI context roles -> the tutor's course role (SPEC §12).
-
-A map is an ordered list of rules written ``Roles=target`` and separated by
-``;``: ``Roles`` is one context role name or several joined by ``+`` (the
-member must hold all of them), ``target`` is ``staff``, ``student`` or
-``none``. The first rule whose roles the member holds decides; no rule
-matching refuses, like ``none``. The same text is the ``LTI_ROLE_MAP``
-setting and a registration's ``role_map``, so one parser checks both.
-
-The default reads the LMSs as they mean it: Open edX sends a forum Community
-TA or Group Moderator -- a student volunteer -- as Learner + TeachingAssistant,
-so that pair is a student, before TeachingAssistant alone is staff.
-
 Imports nothing of the project: the settings module checks the setting with it.
+Details: docs/architecture.md, LTI rules.
 """
 
 from __future__ import annotations

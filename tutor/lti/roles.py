@@ -1,17 +1,5 @@
-"""LTI context roles -> course enrolment (SPEC §12).
-
-Rule: the role map (``tutor.lti.rolemap``: the registration's own, else the
-``LTI_ROLE_MAP`` setting) decides from the member's *context* (membership)
-role names. Only context roles count: institution and system roles say
-what someone is elsewhere in the institution, not in this course. Nothing
-matching (Mentor, Observer, Administrator alone, no role) maps to nothing,
-and the caller refuses the launch or skips the roster member.
-
-The vocabulary (LTI 1.3 core, appendix A.2): a context role is
-``http://purl.imsglobal.org/vocab/lis/v2/membership#Instructor``, a sub-role
-``http://purl.imsglobal.org/vocab/lis/v2/membership/Instructor#TeachingAssistant``
-(its name is the part after ``#``), and the simple names (``Instructor``)
-are accepted for older platforms.
+"""LTI context roles -> course enrolment (SPEC §12): the role map decides from
+the member's context roles only. Details: docs/architecture.md, LTI rules.
 """
 
 from __future__ import annotations

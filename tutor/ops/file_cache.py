@@ -1,21 +1,7 @@
 """The cache of the embedded mode (no ``REDIS_URL``): files shared by every
-web worker, for the throttle counters (SPEC §11: throttling is a courtesy,
-with Redis in production).
-
-Django's file cache writes each value to a new temporary file and renames it
-over the old one, and lists the directory to cull it, on every ``set``:
-about 0.4 ms here, on every throttled request. This one rewrites a key's file
-in place under an exclusive lock (readers take a shared one, so none reads a
-half-written value) and culls once in a while.
-
-Values are JSON (a throttle's counter is an integer), never
-pickles: nothing read from the directory can run code, whoever could write
-there. Reading never removes a file -- an expired or empty one reads as
-absent -- so a reader can never unlink a file a writer is about to fill;
-a writer that finds its file removed meanwhile (by ``delete`` or the cull)
-opens it again. A value that cannot be read counts as absent, which lets
-the request through: what the throttle does when its cache is down
-(``tutor.web.throttling``).
+web worker, for the throttle counters (SPEC §11). A key's file is rewritten in
+place under a lock (Django's file cache cost about 0.4 ms per ``set``).
+Details: docs/architecture.md, Throttling and the embedded cache.
 """
 
 from __future__ import annotations

@@ -1,17 +1,6 @@
 """Prometheus counters of the processes (SPEC §10 Operations), off unless
-``METRICS_ENABLED``.
-
-What happens inside a process -- requests, model calls, finished reviews,
-throttled and locked-out tries -- is counted here, in prometheus-client's
-multiprocess mode: each gunicorn worker and each Celery pool process
-writes its own memory-mapped file in ``PROMETHEUS_MULTIPROC_DIR`` (set by
-``tutor.settings`` from ``METRICS_DIR`` before any process imports
-prometheus-client), and ``/metrics`` sums the files. A process that ends
-leaves its file, so its counts stay in the sums. What the database holds
-(queues, outboxes) is read when ``/metrics`` is scraped (``tutor.ops.monitoring``).
-
-Off, every function here returns at its first line and the request
-middleware is not installed: nothing is imported or counted.
+``METRICS_ENABLED``. Details: docs/architecture.md, Metrics, error reports and
+traces.
 """
 
 from __future__ import annotations

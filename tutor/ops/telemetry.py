@@ -1,17 +1,6 @@
-"""Error reports and traces, each off unless configured (SPEC §10 Operations).
-
-``SENTRY_DSN`` starts sentry-sdk (Django and Celery); ``OTEL_EXPORTER_OTLP_ENDPOINT``
-starts OpenTelemetry's tracing of Django, Celery, psycopg and httpx, exported
-over OTLP/HTTP. ``telemetry_start`` runs in each process that serves work:
-the web entry points (``tutor.wsgi``, ``tutor.asgi``) and each Celery worker
-process (``tutor.celery``). Both libraries come with the ``telemetry`` extra.
-
-Every event and span carries the correlation id (a Sentry tag, a span
-attribute), so either finds the request's log lines. Neither carries what a
-student wrote or a secret: Sentry's events lose the request body, cookies,
-query string and every header but a few harmless ones, frames carry no local
-variables, and no personal data is sent; spans are the instrumentations'
-own (routes, statements without parameters, URLs without query strings).
+"""Error reports and traces, each off unless configured (SPEC §10 Operations):
+sentry-sdk and OpenTelemetry. Details: docs/architecture.md, Metrics, error
+reports and traces.
 """
 
 from __future__ import annotations

@@ -1,20 +1,6 @@
 """The residue check that ends every erasure (SPEC §13): is anything of the
-person left?
-
-Generic on purpose: it reads the models of the project's apps (and the
-contrib tables that hold a person: users, tokens, admin log entries) from
-the app registry, so a table added later is scanned without an edit here.
-Per table, one query: every text and JSON column against every needle
-(username, e-mail, LTI ``sub``, and the caller's canaries -- what the person
-wrote), every foreign key to the user model against the person's id, an
-audit-style ``(content type, object id)`` pair against the person's user
-row, and integers under user keys of JSON (``PERSON_KEYS``). The database
-narrows with a case-insensitive LIKE; each candidate is confirmed here, a
-name only as a whole word (``ann`` is not in ``channel``), a canary anywhere.
-
-With ``course_ids`` only the rows of those courses are scanned: each model's
-path to a course is found through its foreign keys (tables without one, such
-as users, hold no course's data and are skipped).
+person left? Generic on purpose: one query per table of the app registry.
+Details: docs/architecture.md, Data rights.
 """
 
 from __future__ import annotations

@@ -1,19 +1,6 @@
-"""Request bodies the application would otherwise not read (SPEC §7 transport).
-
-A body sent in chunks (``Transfer-Encoding: chunked``) has no length, and
-Django reads a body only as far as ``CONTENT_LENGTH`` says: it saw an empty
-body, so a streamed JSON request got "This field is required." on every
-field. ``ChunkedBodyApplication`` reads such a body, up to one byte past the
-upload limit, and hands it on with its length -- the requests and 413s of a
-body with a length.
-
-A request refused before its body is parsed -- 401 anonymous, 403, 404, 415,
-429 -- leaves the body unread on the connection. The server then has to
-drain it before the next request on a kept-alive connection, and gunicorn,
-which already announced keep-alive, closes the connection instead when the
-drain does not finish at once: the client's (or a reverse proxy's) next
-request on it fails. Reading the rest of the body here, up to the upload
-limit, keeps the connection usable.
+"""Request bodies the application would otherwise not read (SPEC §7
+transport): a chunked body, and the rest of a refused request's body, so the
+kept-alive connection stays usable. Details: docs/architecture.md, Request guards.
 """
 
 from __future__ import annotations

@@ -1,19 +1,6 @@
-"""Django's request guards answer 400 on every path (SPEC §7).
-
-Django refuses some requests by raising a ``SuspiciousOperation`` where the
-request is read: more than ``DATA_UPLOAD_MAX_NUMBER_FIELDS`` query
-parameters or form fields (``TooManyFieldsSent``), more files than
-``DATA_UPLOAD_MAX_NUMBER_FILES``, a broken multipart body, a host outside
-``ALLOWED_HOSTS``. Inside a DRF view (the API, ``/healthz``, the LTI pages)
-the exception handler turned them into 500s; elsewhere Django answered 400
-but logged each with a traceback (and, under DEBUG, an HTML page).
-
-Here every one becomes the API's error shape -- 413 for a form over
-``DATA_UPLOAD_MAX_MEMORY_SIZE``, 400 otherwise -- with one warning line on
-Django's security logger and no traceback: it is the client's doing.
-``refusal`` serves the API's exception handler (``tutor.web.errors``) and
-this middleware, which covers views outside DRF (the admin, the sign-in
-page) and the form that ``CsrfViewMiddleware`` reads before a view runs.
+"""Django's request guards answer 400 on every path (SPEC §7): 413 for a form
+over ``DATA_UPLOAD_MAX_MEMORY_SIZE``, 400 otherwise, one warning line and no
+traceback. Details: docs/architecture.md, Request guards.
 """
 
 from __future__ import annotations

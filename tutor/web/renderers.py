@@ -1,29 +1,6 @@
-"""The API's JSON renderer (SPEC §7: JSON only; §10: the hot path's cost).
-
-DRF's ``JSONRenderer`` with the compact, UTF-8, strict settings this API
-uses spends most of a large response's rendering in ``json.dumps`` (the
-tutor context's 24 KB body: about a tenth of the request). ``orjson``
-writes the same text several times faster; this renderer hands it the data
-and keeps DRF's output:
-
-- the same bytes for strings, integers, booleans, null, lists, tuples and
-  objects (compact separators, no ASCII escaping, U+2028 and U+2029
-  escaped); subclasses of them as ``json.dumps`` writes them -- a
-  ``TextChoices`` member as its value, a dict subclass by its ``items()``
-  (a ``QueryDict``'s last values, an ``OrderedDict``'s order);
-- dates, times and every type ``orjson`` does not write itself (Decimal,
-  lazy translations, querysets, generators, ...) go through DRF's own
-  encoder, so a datetime still reads ``...Z`` for UTC;
-- what ``orjson`` refuses (an integer beyond 64 bits, nesting deeper than
-  its limit, a lone surrogate) is rendered by DRF's renderer itself, with
-  its result or its error -- reusing what DRF's encoder already made of
-  each object, so a generator is not read twice;
-- a float may be written in another notation of the same number
-  (``1e16`` for DRF's ``1e+16``, a float key too); a NaN or an infinity,
-  which DRF's strict mode refuses with an error, is written as ``null``;
-  a key ``json.dumps`` refuses (a UUID, a datetime) is written as text.
-
-An indented rendering (``Accept: application/json; indent=4``) is DRF's.
+"""The API's JSON renderer (SPEC §7: JSON only; §10: the hot path's cost):
+DRF's output, written by orjson (``json.dumps`` was about a tenth of the tutor
+context's request). Details: docs/architecture.md, JSON with orjson.
 """
 
 from __future__ import annotations

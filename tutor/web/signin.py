@@ -1,25 +1,7 @@
 """Sign-in protection on the password forms: the client's ``/login/`` and the
-admin's (SPEC §7).
-
-Failed sign-ins are counted per username (case-folded) and per client
-address, each in a window of ``SIGNIN_COOLOFF`` seconds opened by its first
-failure. At ``SIGNIN_FAILURE_LIMIT`` failures for a username, or
-``SIGNIN_ADDRESS_FAILURE_LIMIT`` from an address (higher: a classroom signs
-in from one address), that username or address is locked for
-``SIGNIN_COOLOFF`` seconds: the form answers 429 with the reason, even to
-the right password, and no password is hashed -- a locked-out try costs
-two cache reads. The lock-out is audited once (``signin_locked_out``). A
-successful sign-in resets its username's count; an address's count runs
-out with its window, so that an attacker with an account of their own
-cannot reset it between guesses.
-
-The counts live in the shared cache (Redis in production, the file cache
-in the embedded mode), counted in one atomic step (``window_hit``, as the
-API's throttle): parallel tries on several gunicorn workers never pass the
-limit. django-axes' cache handler reads then writes its count (parallel
-tries are lost) and its database handler writes a row per failure; this is
-the project's own counter, a form mixin and two views. When the cache is
-down sign-in goes on uncounted, as the throttle does (SPEC §11).
+admin's (SPEC §7). Failed sign-ins are counted per username and per address in
+the shared cache; at the limit the form answers 429. Details:
+docs/architecture.md, Sign-in protection.
 """
 
 from __future__ import annotations

@@ -1,20 +1,7 @@
-"""Rate limits on write endpoints (SPEC §1 ``TUTOR_THROTTLE_*``, §11).
-
-Throttling is a courtesy, not a security boundary: when the cache (Redis) is
-down the request goes through, so a submission is still stored.
-
-Each (scope, user) has one counter per window: the first request creates it
-with the window's length as its expiry, every request adds one in a single
-atomic step of the cache (``window_hit``), and once the count passes the
-rate the requests are 429s until the counter expires -- its expiry is the
-``Retry-After``. DRF's own throttle reads a list of timestamps and writes it
-back: two steps that parallel requests interleave (60 parallel submissions
-got 34-36 through against 30/min), and a read and write of the whole list,
-which grows with the rate, on every request. A counter is the same size and
-cost whatever the rate, and parallel requests never pass the rate. The
-window starts at a user's first request, so a burst can reach twice the rate
-across the end of one window and the start of the next; the rate over any
-longer span holds.
+"""Rate limits on write endpoints (SPEC §1 ``TUTOR_THROTTLE_*``, §11): one
+atomic counter per (scope, user) and window. A courtesy, not a security
+boundary: with the cache down the request goes through. Details:
+docs/architecture.md, Throttling and the embedded cache.
 """
 
 from __future__ import annotations

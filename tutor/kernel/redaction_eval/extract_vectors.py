@@ -2,21 +2,7 @@
 
     python tutor/kernel/redaction_eval/extract_vectors.py GITLEAKS TRUFFLEHOG DETECT_SECRETS
 
-Run by hand when the vectors are refreshed (the eval reads the committed
-file; it never needs the checkouts). What is taken, per source:
-
-- gitleaks: each rule of ``config/gitleaks.toml`` -- the part of its regex
-  that is the secret (its first group, or the whole regex) -- sampled three
-  times with a fixed seed, as gitleaks' own rule tests sample it; plus the
-  literal true positives of ``cmd/generate/config/rules/*.go`` that the rule
-  matches.
-- trufflehog: the ``want`` values of the pattern tests of
-  ``pkg/detectors/**/*_test.go`` (not ``invalid`` cases) that occur verbatim in
-  the test's input, one detector at most three.
-- detect-secrets: the payloads of ``tests/plugins/*_test.py`` flagged
-  ``True``, reduced to the value the plugin reports.
-
-Vectors are facts (strings); nothing of the scanners' code is kept.
+Run by hand when the vectors are refreshed. Details: docs/architecture.md, Redaction.
 """
 
 from __future__ import annotations

@@ -1,17 +1,5 @@
 """A verified launch becomes a signed-in, enrolled user on a task (SPEC §12).
-
-pylti1p3 has already checked the id_token (signature against the platform's
-JWKS, ``exp``, ``iss``/``aud`` against a registration, a known deployment,
-the message shape) when these services run. What is decided here:
-
-- the login nonce is used once, and only with the state it was issued with
-  (the state cookie ties that state to the browser that started the login);
-- the person is found or created by (issuer, ``sub``), never by e-mail;
-- the LTI roles map to an enrolment (``tutor.lti.roles``) or the launch is
-  refused; the custom parameter ``task`` names a task of the registration's
-  course or the launch is refused -- both before anything is written;
-- the enrolment goes through ``tutor.services.enrollment_set`` (audited as
-  ``enrollment_changed``), and the launch itself is audited as ``lti_launched``.
+Details: docs/architecture.md, LTI rules.
 """
 
 from __future__ import annotations

@@ -1,25 +1,7 @@
-"""A course's roster from the platform (NRPS; SPEC §12).
-
-Rules:
-- The membership URLs are the ones launches brought (the NRPS claim); a
-  course whose LMS never launched the tool has none to read.
-- Every page of every context is read before anything changes
-  (``tutor.lti.nrps``). Anything short of a whole, consistent roster changes
-  nothing, is audited as ``lti_roster_refused`` and ends the command
-  non-zero: a page error, a repeated page, a differences-only answer for an
-  LMS course never read whole, or a roster that would remove more than
-  ``LTI_ROSTER_MAX_REMOVAL_SHARE`` of the course's enrolments at once
-  (only ``allow_mass_removal`` passes that one).
-- An active member whose roles map (``tutor.lti.roles``) is enrolled with
-  that role (``enrollment_set``, audited); members whose roles do not map
-  are skipped and counted.
-- After a whole read, people of the course's platforms (an identity of the
-  issuer) who are no longer active members lose the enrolment through
-  ``enrollment_remove``; their submissions, sessions and audit history stay.
-  A differences read removes only those it marks ``Deleted`` or
-  ``Inactive``. Users enrolled by other means (no identity of that platform)
-  are left alone, and so are service accounts.
-- Running it again with the same roster changes nothing.
+"""A course's roster from the platform (NRPS; SPEC §12): read whole before
+anything changes, else nothing changes (``lti_roster_refused``); running it
+again with the same roster changes nothing. Details: docs/architecture.md,
+LTI rules.
 """
 
 from __future__ import annotations

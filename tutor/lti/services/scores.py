@@ -1,37 +1,7 @@
-"""Grades back to the LMS (AGS; SPEC §12), through an outbox of score rows.
-
-Rules:
-- Only a student's *latest* submission counts, and within it only the attempt
-  the feedback selector decides on (SPEC §3): a finished attempt is scored
-  when ``select_feedback`` names it and its state is ``passed`` or
-  ``current``. An ``unavailable`` or ``invalid`` attempt posts nothing --
-  never a zero for an outage -- and an older attempt finishing late never
-  replaces a newer one.
-- The score counts acceptance criteria only, as the review's overall does
-  (learning criteria never block): ``scoreGiven`` = those that PASS,
-  ``scoreMaximum`` = all of them; ``activityProgress`` is ``Completed``. A
-  rubric without acceptance criteria has nothing to score. While one of
-  them is NEED_REVIEW, the registration's ``LTI_PENDING_SCORES`` policy
-  decides: ``pending_manual`` posts ``PendingManual``; ``fully_graded_provisional``
-  posts ``FullyGraded`` with a comment that staff review is pending (and
-  the staff verdict posts again); ``hold`` posts nothing. Otherwise
-  ``FullyGraded``.
-- Exactly once: each row's AGS timestamp is fixed when it is queued and
-  strictly increases per (line item, user). A retry re-sends the same
-  document; when the platform refuses a retry because it holds that score
-  already (400/409 "already exists" for the timestamp, or an
-  earlier-timestamp refusal while this row is the newest known), its
-  earlier try arrived: the row ends ``posted``, ``confirmed_by_refusal``.
-  Staff sending a failed score again give it a fresh timestamp.
-- One row per (attempt, line item): a duplicate signal adds nothing. A newer
-  row replaces the queued, unposted rows of the same line item and user.
-- A row is posted only by the worker that claimed it (conditional UPDATE),
-  so a duplicate task delivery posts nothing. A failed try that may succeed
-  later goes back to ``queued`` with a backoff; the sweep re-dispatches
-  what the broker lost and returns rows whose worker died. Every try is
-  audited with the platform's answer. Posting never runs inside a
-  student's request: in the embedded mode it waits for the response to be
-  sent (``tutor.lti.after_response``).
+"""Grades back to the LMS (AGS; SPEC §12), through an outbox of score rows:
+only the latest submission's decided attempt counts, each score is posted
+exactly once, never inside a student's request. Details:
+docs/architecture.md, LTI rules.
 """
 
 from __future__ import annotations

@@ -1,21 +1,6 @@
 """``manage.py bench_context``: the tutor's hot paths as ratios to a trivial
 authenticated endpoint, measured in one run at realistic volumes (SPEC §10).
-
-Figures (each the median over three interleaved rounds, see
-``tutor.bench.rounds``): ``context/trivial median ratio``, ``context/trivial
-p99 ratio`` (GET /api/tutor/context/ against GET /api/courses/),
-``message/trivial median ratio`` (POST a message, offline tutor, against
-GET /api/courses/), and ``ingest 100k/1k ratio`` (submissions per second
-with the seeded volume against a fresh 1k database, ``tutor.bench.ingest``).
-In-process by default (``tutor.bench.drivers``); ``--http`` measures the
-same again over loopback HTTP through gunicorn with the shipped
-configuration, each line prefixed ``http``.
-
-Rows come from seeders, one per kind of row, each able to count and delete
-what it made: a bench course is reused when its sizes match and rebuilt when
-they do not (facts and memories from ``tutor.bench.corrections``, lessons from
-``tutor.bench.lessons``). The message phase uses a session of its own, removed
-afterwards; the ingest phase a course of its own, purged afterwards.
+Details: docs/architecture.md, The benchmark.
 """
 
 from __future__ import annotations
