@@ -15,7 +15,13 @@ from lessons import access
 from lessons.admin_filters import run_each
 from lessons.models import RecallTrace, SkillCandidate
 from lessons.services.usage import skill_candidate_decide
-from tutor.admin_scoping import CappedCountPaginator, CourseScopedAdmin, ReadOnlyAdmin, ScopedFilter
+from tutor.admin_scoping import (
+    ActionIdsChecked,
+    CappedCountPaginator,
+    CourseScopedAdmin,
+    ReadOnlyAdmin,
+    ScopedFilter,
+)
 from tutor.desk.rows import QueueRowsAdmin, RowAction
 
 
@@ -41,7 +47,7 @@ class CandidateQueueFilter(admin.SimpleListFilter):
 
 
 @admin.register(SkillCandidate)
-class SkillCandidateAdmin(QueueRowsAdmin, ReadOnlyAdmin):
+class SkillCandidateAdmin(ActionIdsChecked, QueueRowsAdmin, ReadOnlyAdmin):
     paginator = CappedCountPaginator  # no full COUNT over a big table
     list_display = ["act", "lesson", "course_label", "hit_count", "status", "created_at"]
     list_filter = [CandidateQueueFilter]

@@ -19,7 +19,22 @@ class ScopedFilter(admin.RelatedOnlyFieldListFilter):
     user may see, so another course's name never shows in the sidebar."""
 
 
-class CourseScopedAdmin(admin.ModelAdmin):
+class ActionIdsChecked:
+    """Mix into a ``ModelAdmin``: an action posted with an id no row of the
+    list can have (not a number, a NUL, out of range: the database would
+    raise) changes nothing and says so, never a server error (SPEC §7)."""
+
+    def response_action(self, request, queryset):
+        for value in request.POST.getlist(admin.helpers.ACTION_CHECKBOX_NAME):
+            try:
+                self.model._meta.pk.clean(value, None)
+            except ValidationError:
+                self.message_user(request, f"{value!r} is not an item of this list.", messages.ERROR)
+                return None
+        return super().response_action(request, queryset)
+
+
+class CourseScopedAdmin(ActionIdsChecked, admin.ModelAdmin):
     """Non-superuser staff see only rows of courses they are staff of (SPEC §8).
 
     ``course_path`` is the lookup from the model to its course id.
@@ -32,18 +47,6 @@ class CourseScopedAdmin(admin.ModelAdmin):
         if request.user.is_superuser:
             return qs
         return qs.filter(**{f"{self.course_path}__in": access.staff_course_ids(request.user)})
-
-    def response_action(self, request, queryset):
-        """An action posted with an id no row of this list can have (not a
-        number, a NUL, out of range: the database would raise) changes
-        nothing and says so, never a server error (SPEC §7)."""
-        for value in request.POST.getlist(admin.helpers.ACTION_CHECKBOX_NAME):
-            try:
-                self.model._meta.pk.clean(value, None)
-            except ValidationError:
-                self.message_user(request, f"{value!r} is not an item of this list.", messages.ERROR)
-                return None
-        return super().response_action(request, queryset)
 
     def has_decide_permission(self, request) -> bool:
         """Queue actions (verdicts, re-reviews, case and lesson decisions) are

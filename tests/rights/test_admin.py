@@ -90,8 +90,10 @@ def test_a_superuser_erases_a_person_entirely(course, student):
         (CHANGELIST, "erase_person"),
         (CHANGELIST, "delete_selected"),
         (reverse("admin:feedback_reviewattempt_changelist"), "force_rereview"),
+        (reverse("admin:lessons_lesson_changelist"), "approve"),
+        (reverse("admin:lessons_skillcandidate_changelist"), "accept"),
     ],
-    ids=["erase", "delete", "a queue's action"],
+    ids=["erase", "delete", "a queue's action", "a lesson decision", "a skill candidate's"],
 )
 def test_an_action_on_ids_no_row_can_have_changes_nothing_and_is_no_server_error(
     course, student, changelist, action, selected
