@@ -39,9 +39,8 @@ from corrections.models import (
 from corrections.services.cases import case_accept, case_claim, case_dispute, case_reject
 from corrections.services.facts import fact_reject, fact_set_pinned, fact_verify
 from tutor import access
-from tutor.admin_scoping import CappedCountPaginator, CourseScopedAdmin, ScopedFilter
+from tutor.admin_scoping import CappedCountPaginator, CourseScopedAdmin, ScopedFilter, apply_each
 from tutor.desk.rows import QueueRowsAdmin, RowAction
-from tutor.kernel.errors import DomainError
 from tutor.models import AuditEvent
 
 
@@ -125,14 +124,7 @@ class DecidingAdmin(CourseScopedAdmin):
         return bool(request.user.is_superuser or access.staff_course_ids(request.user).exists())
 
     def _apply(self, request, queryset, verb: str, service) -> None:
-        done, refused = 0, []
-        for obj in queryset:
-            try:
-                service(obj)
-            except DomainError as exc:
-                refused.append(f"{obj}: {exc.public_message()}")
-            else:
-                done += 1
+        done, refused = apply_each(queryset, service)
         if done:
             self.message_user(request, f"{verb} {done} item(s).", messages.SUCCESS)
         elif not refused:

@@ -10,19 +10,12 @@ from lessons import access
 from lessons.desk import harmful_queue
 from lessons.models import LessonStatus
 from lessons.services.lifecycle import held_global_lessons
-from tutor.kernel.errors import DomainError
+from tutor.admin_scoping import apply_each
 
 
 def run_each(modeladmin, request, queryset, label: str, service) -> None:
     """Apply ``service`` to each selected lesson; report what moved and what was refused."""
-    done, refused = 0, []
-    for obj in queryset:
-        try:
-            service(obj)
-        except DomainError as exc:
-            refused.append(f"{obj}: {exc.public_message()}")
-        else:
-            done += 1
+    done, refused = apply_each(queryset, service)
     if done:
         modeladmin.message_user(request, f"{label}: {done}", messages.SUCCESS)
     for line in refused:

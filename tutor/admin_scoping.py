@@ -9,6 +9,7 @@ from django.core.paginator import Paginator
 from django.utils.functional import cached_property
 
 from tutor import access
+from tutor.kernel.errors import DomainError
 
 # Lists on big tables count at most this many rows (SPEC §8: no full counts).
 ADMIN_COUNT_CAP = 10_000
@@ -94,3 +95,17 @@ class DefaultChoiceFilter(admin.SimpleListFilter):
                 "query_string": changelist.get_query_string({self.parameter_name: lookup}),
                 "display": title,
             }
+
+
+def apply_each(queryset, service) -> tuple[int, list[str]]:
+    """Run a queue action's ``service`` on each selected row: how many moved,
+    and one "row: reason" line per row the service refused."""
+    done, refused = 0, []
+    for obj in queryset:
+        try:
+            service(obj)
+        except DomainError as exc:
+            refused.append(f"{obj}: {exc.public_message()}")
+        else:
+            done += 1
+    return done, refused
