@@ -44,14 +44,18 @@ def test_a_platform_clock_far_ahead_is_refused_saying_by_how_much(registration, 
 
     response = skewed_launch(browser, platform, 130)
 
-    assert_refused(response, 403, "clock is 130 s ahead of the tutor")  # iat floored, then rounded up
+    # iat floored, then rounded up: 130 s, or a second or two less when a loaded
+    # machine takes that long between minting the token and checking it.
+    assert_refused(response, 403, " s ahead of the tutor")
+    said = re.search(r"clock is (\d+) s ahead of the tutor", response.content.decode())
+    assert said and 127 <= int(said[1]) <= 130, response.content.decode()
     assert "60 s allowed" in response.content.decode()
     assert "synchronise their clocks" in response.content.decode()
     refusal = AuditEvent.objects.get(event="lti_launch_refused")
     assert refusal.to_state == "clock_skew"
     assert refusal.course_id == task.course_id
     assert refusal.actor_label == registration.issuer
-    assert refusal.extra == {"claim": "iat", "skew_seconds": 130, "leeway": 60}
+    assert refusal.extra == {"claim": "iat", "skew_seconds": int(said[1]), "leeway": 60}
     assert counts() == {**before, "audit": before["audit"] + 1}  # nothing else was written
 
 
