@@ -6,8 +6,9 @@ docs/architecture.md, Snapshots.
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
 from corrections.conf import setting
 from corrections.injection import FACT_COLUMNS, KEYED_MESSAGE_TOKENS, NO_TOKEN, NOTHING, RowTexts, Selection
@@ -24,9 +25,12 @@ def corrections_scope_keys(course_id) -> tuple[str]:
     return (scope_key(CORRECTIONS_SCOPE, course_id),)
 
 
-def corrections_changed(*course_ids) -> None:
-    """Facts, task overlaps or process rules of these courses change in this transaction."""
-    scope_changed(*(scope_key(CORRECTIONS_SCOPE, course_id) for course_id in course_ids))
+def corrections_changed(*course_ids, facts=None) -> None:
+    """Facts, task overlaps or process rules of these courses change in this
+    transaction. ``facts``: the ids of the only facts whose row or overlaps
+    changed (process rules are read again with them); None: not said, and
+    every process loads the course's snapshot again."""
+    scope_changed(*(scope_key(CORRECTIONS_SCOPE, course_id) for course_id in course_ids), rows=facts)
 
 
 @dataclass(frozen=True, eq=False)  # compared and hashed by identity: one object per fact
@@ -35,9 +39,10 @@ class _Fact:
     tokens: frozenset[str]
     token_count: int
     # The fact's place among the course's latest confirmed first, ties by id:
-    # the statement's order after the overlap, compared as one integer.
-    order: int
+    # the statement's order after the overlap (``_order``).
+    order: tuple
     texts: RowTexts  # what the sections render of it, made once
+    keys: tuple[str, ...] = ()  # its relevance keys (``corrections.text.token_keys``)
 
 
 @dataclass(frozen=True)
@@ -49,6 +54,7 @@ class _TaskFacts:
 @dataclass
 class CourseFacts:
     facts: tuple[_Fact, ...]
+    by_id: dict  # fact id → ``_Fact``
     by_token: dict[str, tuple[_Fact, ...]]
     by_key: dict[str, tuple[_Fact, ...]]  # its relevance keys (``corrections.text.token_keys``)
     # task id → (fact, hits of the task text) of the facts it overlaps
@@ -72,44 +78,69 @@ class CourseFacts:
         return found
 
 
-def course_facts_load(course_id) -> CourseFacts:
-    """Three queries: the injected facts, the tasks' overlaps with them, the process rules."""
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_MICROSECOND = timedelta(microseconds=1)
+
+
+def _order(row: dict) -> tuple:
+    """Latest confirmed first, then by id: a key that needs no other fact's."""
+    return (-((row["confirmed_at"] - _EPOCH) // _MICROSECOND), row["id"])
+
+
+def _facts(rows) -> dict:
+    """id → ``_Fact`` of fact rows read with their topic tokens."""
     facts = {}
-    by_token: dict[str, list[_Fact]] = {}
-    rows = Fact.objects.filter(course_id=course_id, status__in=INJECTED_FACT_STATUSES).values(
-        *FACT_COLUMNS, "topic_tokens", "token_count"
-    )
-    by_key: dict[str, list[_Fact]] = {}
-    latest = sorted(rows, key=lambda row: row["id"])
-    latest.sort(key=lambda row: row["confirmed_at"], reverse=True)
-    for order, row in enumerate(latest):
+    for row in rows:
         topic_tokens = row.pop("topic_tokens") or []
-        fact = _Fact(
+        facts[row["id"]] = _Fact(
             row=row,
             tokens=frozenset(topic_tokens),
             token_count=row.pop("token_count"),
-            order=order,
+            order=_order(row),
             texts=RowTexts(row["id"]),
+            keys=tuple(token_keys(topic_tokens)),
         )
-        facts[row["id"]] = fact
-        for token in fact.tokens:
-            by_token.setdefault(token, []).append(fact)
-        for key in token_keys(topic_tokens):
-            by_key.setdefault(key, []).append(fact)
-    overlaps: dict[object, list[tuple[_Fact, int]]] = {}
+    return facts
+
+
+def _injected_facts(course_id):
+    return Fact.objects.filter(course_id=course_id, status__in=INJECTED_FACT_STATUSES).values(
+        *FACT_COLUMNS, "topic_tokens", "token_count"
+    )
+
+
+def _overlaps(course_id):
     # Joined, not an IN list: one parameter per fact would outgrow SQLite's limit.
-    stored = TaskFactOverlap.objects.filter(
+    return TaskFactOverlap.objects.filter(
         task__course_id=course_id, fact__course_id=course_id, fact__status__in=INJECTED_FACT_STATUSES
     ).values_list("task_id", "fact_id", "hits")
-    for task_id, fact_id, hits in stored.iterator(chunk_size=5000):
-        if fact_id in facts:  # a fact that changed status between the two reads is left out
-            overlaps.setdefault(task_id, []).append((facts[fact_id], hits))
+
+
+def _rules(course_id) -> tuple[tuple[dict, ...], tuple[RowTexts, ...]]:
     rules = tuple(
         ProcessRule.objects.filter(course_id=course_id).order_by("created_at", "id").values("id", "statement")
     )
-    rule_texts = tuple(RowTexts(rule["id"]) for rule in rules)
+    return rules, tuple(RowTexts(rule["id"]) for rule in rules)
+
+
+def course_facts_load(course_id) -> CourseFacts:
+    """Three queries: the injected facts, the tasks' overlaps with them, the process rules."""
+    facts = _facts(_injected_facts(course_id))
+    by_token: dict[str, list[_Fact]] = {}
+    by_key: dict[str, list[_Fact]] = {}
+    for fact in facts.values():
+        for token in fact.tokens:
+            by_token.setdefault(token, []).append(fact)
+        for key in fact.keys:
+            by_key.setdefault(key, []).append(fact)
+    overlaps: dict[object, list[tuple[_Fact, int]]] = {}
+    for task_id, fact_id, hits in _overlaps(course_id).iterator(chunk_size=5000):
+        if fact_id in facts:  # a fact that changed status between the two reads is left out
+            overlaps.setdefault(task_id, []).append((facts[fact_id], hits))
+    rules, rule_texts = _rules(course_id)
     return CourseFacts(
         facts=tuple(facts.values()),
+        by_id=facts,
         by_token={token: tuple(found) for token, found in by_token.items()},
         by_key={key: tuple(found) for key, found in by_key.items()},
         overlaps={task_id: tuple(found) for task_id, found in overlaps.items()},
@@ -118,7 +149,56 @@ def course_facts_load(course_id) -> CourseFacts:
     )
 
 
-COURSE_FACTS = SnapshotStore("corrections", course_facts_load)
+def course_facts_apply(snapshot: CourseFacts, course_id, ids: frozenset[str]) -> CourseFacts:
+    """Three queries: the facts of ``ids`` still injected, their overlaps, the
+    process rules; only the index entries of their old and new tokens are
+    rebuilt (SPEC §10)."""
+    wanted = {uuid.UUID(fact_id) for fact_id in ids}
+    fresh = _facts(_injected_facts(course_id).filter(pk__in=sorted(wanted)))
+    gone = {snapshot.by_id[fact_id] for fact_id in wanted if fact_id in snapshot.by_id}  # by identity
+    changed = [*gone, *fresh.values()]
+
+    def rebuilt(index: dict, keys_of) -> dict:
+        result = dict(index)
+        for key in {key for fact in changed for key in keys_of(fact)}:
+            kept = [fact for fact in index.get(key, ()) if fact not in gone]
+            kept.extend(fact for fact in fresh.values() if key in keys_of(fact))
+            if kept:
+                result[key] = tuple(kept)
+            else:
+                result.pop(key, None)
+        return result
+
+    overlaps = dict(snapshot.overlaps)
+    if gone:
+        for task_id, pairs in snapshot.overlaps.items():
+            kept = tuple(pair for pair in pairs if pair[0] not in gone)
+            if len(kept) != len(pairs):
+                if kept:
+                    overlaps[task_id] = kept
+                else:
+                    del overlaps[task_id]
+    stored = _overlaps(course_id).filter(fact_id__in=sorted(wanted))
+    for task_id, fact_id, hits in stored:
+        if fact_id in fresh:
+            overlaps[task_id] = (*overlaps.get(task_id, ()), (fresh[fact_id], hits))
+    rules, rule_texts = _rules(course_id)
+    by_id = dict(snapshot.by_id)
+    for fact in gone:
+        del by_id[fact.row["id"]]
+    by_id.update(fresh)
+    return CourseFacts(
+        facts=tuple(by_id.values()),
+        by_id=by_id,
+        by_token=rebuilt(snapshot.by_token, lambda fact: fact.tokens),
+        by_key=rebuilt(snapshot.by_key, lambda fact: fact.keys),
+        overlaps=overlaps,
+        rules=rules,
+        rule_texts=rule_texts,
+    )
+
+
+COURSE_FACTS = SnapshotStore("corrections", course_facts_load, apply=course_facts_apply)
 
 
 def facts_from_snapshot(

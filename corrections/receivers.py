@@ -68,7 +68,8 @@ def course_rows_saved_or_deleted(sender, *, instance, created=False, **kwargs) -
         and instance.status not in INJECTED_FACT_STATUSES
     ):
         return
-    corrections_changed(instance.course_id)
+    # A process rule: the rules are read again with any change of the scope.
+    corrections_changed(instance.course_id, facts=[instance.pk] if fact else [])
 
 
 def memory_item_deleted(sender, *, instance, **kwargs) -> None:

@@ -68,14 +68,15 @@ def other_lessons_scope_keys(course_id) -> tuple[str, str]:
     return scope_key(OTHER_LESSONS_SCOPE, course_id), scope_key(OTHER_LESSONS_SCOPE, None)
 
 
-def lessons_changed(*course_ids, injected: bool = True, other: bool = True) -> None:
+def lessons_changed(*course_ids, injected: bool = True, other: bool = True, rows=None) -> None:
     """Lessons of these courses (None: global ones) change in this
     transaction: ``injected`` ones, lessons of ``other`` statuses, or both
-    (a move between the two)."""
+    (a move between the two); ``rows``, their ids (None: not said, and every
+    process loads the scope again)."""
     scopes = [
         scope for scope, changed in ((LESSONS_SCOPE, injected), (OTHER_LESSONS_SCOPE, other)) if changed
     ]
-    scope_changed(*(scope_key(scope, course_id) for course_id in course_ids for scope in scopes))
+    scope_changed(*(scope_key(scope, course_id) for course_id in course_ids for scope in scopes), rows=rows)
 
 
 @dataclass
@@ -83,6 +84,7 @@ class Library:
     """Lessons of one scope (its injected ones, or those of every other status), indexed for recall."""
 
     rows: tuple[LessonRow, ...]
+    by_id: dict[str, LessonRow]  # the rows by ``id_text``
     review_dates: tuple[date, ...]  # the rows' review dates, in order
     by_tag: dict[str, tuple[LessonRow, ...]]
     # anchor → (phrase, marked phrase, its lessons) of every symptom with that anchor
@@ -123,12 +125,69 @@ def _library(values) -> Library:
             by_anchor.setdefault(anchor, {}).setdefault(phrase, (mark, []))[1].append(row)
     return Library(
         rows=rows,
+        by_id={row.id_text: row for row in rows},
         review_dates=tuple(sorted(row.review_by for row in rows)),
         by_tag={tag: tuple(found) for tag, found in by_tag.items()},
         by_anchor={
             anchor: tuple((phrase, mark, tuple(found)) for phrase, (mark, found) in phrases.items())
             for anchor, phrases in by_anchor.items()
         },
+    )
+
+
+def _library_apply(library: Library, ids: frozenset[str], values) -> Library:
+    """``library`` with the lessons of ``ids`` replaced by ``values`` (those
+    of them it holds now, read by id): only the index entries of their old
+    and new tags and symptom anchors are rebuilt (SPEC §10)."""
+    tz = timezone.get_current_timezone()
+    fresh = tuple(_row(value, tz) for value in values)
+    gone = [library.by_id[lesson_id] for lesson_id in ids if lesson_id in library.by_id]
+    if not gone and not fresh:
+        return library
+    by_id = dict(library.by_id)
+    review_dates = list(library.review_dates)
+    for row in gone:
+        del by_id[row.id_text]
+        del review_dates[bisect.bisect_left(review_dates, row.review_by)]
+    for row in fresh:
+        by_id[row.id_text] = row
+        bisect.insort(review_dates, row.review_by)
+    by_tag = dict(library.by_tag)
+    for tag in {tag for row in (*gone, *fresh) for tag in row.tags}:
+        kept = [row for row in library.by_tag.get(tag, ()) if row.id_text not in ids]
+        kept.extend(row for row in fresh if tag in row.tags)
+        if kept:
+            by_tag[tag] = tuple(kept)
+        else:
+            by_tag.pop(tag, None)
+    by_anchor = dict(library.by_anchor)
+    phrases = {phrase for row in (*gone, *fresh) for phrase in row.symptoms}
+    for anchor in {_probe(phrase)[0] for phrase in phrases}:
+        entries, seen = [], set()
+        for phrase, mark, lessons in library.by_anchor.get(anchor, ()):
+            if phrase in phrases:  # only the phrases of the changed rows are rebuilt
+                seen.add(phrase)
+                lessons = (
+                    *(row for row in lessons if row.id_text not in ids),
+                    *(row for row in fresh if phrase in row.symptoms),
+                )
+            if lessons:
+                entries.append((phrase, mark, lessons))
+        for phrase in sorted(phrases - seen):
+            probe_anchor, mark = _probe(phrase)
+            found = tuple(row for row in fresh if phrase in row.symptoms)
+            if probe_anchor == anchor and found:
+                entries.append((phrase, mark, found))
+        if entries:
+            by_anchor[anchor] = tuple(entries)
+        else:
+            by_anchor.pop(anchor, None)
+    return Library(
+        rows=tuple(by_id.values()),
+        by_id=by_id,
+        review_dates=tuple(review_dates),
+        by_tag=by_tag,
+        by_anchor=by_anchor,
     )
 
 
@@ -151,8 +210,24 @@ def other_library_load(course_id) -> Library:
     return _library(_scope_lessons(course_id, _OTHER_COLUMNS).exclude(status=LessonStatus.INJECTED))
 
 
-LIBRARIES = SnapshotStore("lessons", library_load)
-OTHER_LIBRARIES = SnapshotStore("lessons_other", other_library_load)
+def library_apply(library: Library, course_id, ids: frozenset[str]) -> Library:
+    """One query: the injected lessons among ``ids``, applied to ``library``."""
+    values = _scope_lessons(course_id).filter(pk__in=sorted(ids), status=LessonStatus.INJECTED)
+    return _library_apply(library, ids, values)
+
+
+def other_library_apply(library: Library, course_id, ids: frozenset[str]) -> Library:
+    """One query: the lessons of another status among ``ids``, applied to ``library``."""
+    values = (
+        _scope_lessons(course_id, _OTHER_COLUMNS)
+        .filter(pk__in=sorted(ids))
+        .exclude(status=LessonStatus.INJECTED)
+    )
+    return _library_apply(library, ids, values)
+
+
+LIBRARIES = SnapshotStore("lessons", library_load, apply=library_apply)
+OTHER_LIBRARIES = SnapshotStore("lessons_other", other_library_load, apply=other_library_apply)
 
 
 def library_recall(

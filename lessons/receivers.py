@@ -27,6 +27,6 @@ def lesson_saved_or_deleted(sender, *, instance, created=False, **kwargs) -> Non
     from lessons.models import LessonStatus
 
     if (created or kwargs.get("signal") is post_delete) and instance.status != LessonStatus.INJECTED:
-        lessons_changed(instance.course_id, injected=False)
+        lessons_changed(instance.course_id, injected=False, rows=[instance.pk])
         return
-    lessons_changed(instance.course_id)
+    lessons_changed(instance.course_id, rows=[instance.pk])

@@ -316,6 +316,30 @@ class ScopeVersion(models.Model):
         return f"{self.key}@{self.version}"
 
 
+class ScopeChange(models.Model):
+    """One published change of a scope (``tutor.db.snapshots``): the version
+    it wrote and the ids of the rows it changed -- or null, when the writer
+    did not say (then a reader loads the scope again). A process holding a
+    snapshot applies the rows changed since it read, instead of loading the
+    whole scope (SPEC §10). Kept for ``TUTOR_SNAPSHOT_RELOAD_AGE`` and then
+    pruned: no snapshot is older."""
+
+    id = models.BigAutoField(primary_key=True)
+    key = models.CharField(max_length=80)
+    version = models.BigIntegerField()
+    rows = models.JSONField(null=True)
+    changed_at = models.DateTimeField(db_index=True)
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["key", "id"], name="scopechange_key_id"),
+            models.Index(fields=["key", "version"], name="scopechange_key_version"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.key}@{self.version}"
+
+
 class NoticeAcknowledgement(models.Model):
     """A student read the AI notice of one course in one version (SPEC §13):
     when, and which text. A new version (another provider or model, a

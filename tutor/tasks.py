@@ -12,8 +12,10 @@ def purge_model_calls() -> int:
 
 @shared_task(name="tutor.tasks.optimize_database", ignore_result=True)
 def optimize_database() -> bool:
+    from tutor.db.snapshots import changes_prune
     from tutor.ops.maintenance import database_optimize
 
+    changes_prune()
     return database_optimize()
 
 

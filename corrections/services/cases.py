@@ -366,7 +366,7 @@ def case_reject(*, case: CorrectionCase, staff, reason: str) -> CorrectionCase:
         )
     elif fact is not None:
         Fact.objects.filter(pk=fact.pk).update(confirmed_at=timezone.now())
-        corrections_changed(case.course_id)
+        corrections_changed(case.course_id, facts=[fact.pk])
     return case
 
 

@@ -100,7 +100,7 @@ def fact_transition(
     changed = Fact.objects.filter(pk=fact.pk, status__in=list(from_states)).update(status=to_state, **fields)
     if changed != 1:
         return False
-    corrections_changed(fact.course_id)
+    corrections_changed(fact.course_id, facts=[fact.pk])
     fact.refresh_from_db()
     audit_record(
         actor=actor,
@@ -126,7 +126,7 @@ def fact_support(*, fact: Fact, user, correction, now: datetime) -> bool:
     Fact.objects.filter(pk=fact.pk).update(supporter_count=F("supporter_count") + 1, confirmed_at=now)
     fact.refresh_from_db(fields=["supporter_count", "confirmed_at", "status"])
     if fact.status in INJECTED_FACT_STATUSES:  # a proposed fact's confirmation changes no context
-        corrections_changed(fact.course_id)
+        corrections_changed(fact.course_id, facts=[fact.pk])
     return True
 
 
@@ -138,7 +138,7 @@ def fact_set_pinned(*, fact: Fact, staff, pinned: bool, reason: str = "") -> Fac
     if fact.status == FactStatus.SUPERSEDED:
         raise Conflict("a superseded fact is history; it cannot be pinned")
     Fact.objects.filter(pk=fact.pk).update(pinned=pinned, confirmed_at=timezone.now())
-    corrections_changed(fact.course_id)
+    corrections_changed(fact.course_id, facts=[fact.pk])
     fact.refresh_from_db()
     audit_record(
         actor=staff,

@@ -37,7 +37,8 @@ def facts_index(*, facts: Iterable[Fact]) -> None:
         )
         TaskFactOverlap.objects.bulk_create(_overlaps_of_facts(course_id, course_facts))
         if any(fact.status in INJECTED_FACT_STATUSES for fact in course_facts):
-            corrections_changed(course_id)  # after the writes: outside a transaction it publishes at once
+            # after the writes: outside a transaction it publishes at once
+            corrections_changed(course_id, facts=[fact.pk for fact in course_facts])
 
 
 def _overlaps_of_facts(course_id, facts: list[Fact]) -> list[TaskFactOverlap]:

@@ -84,7 +84,9 @@ def _move(
         raise IllegalTransition(f"the lesson is no longer {current}; reload it and try again")
     # The snapshots of the statuses it left and entered (a draft approved
     # or rejected leaves the injected lessons' as they were).
-    lessons_changed(lesson.course_id, injected=LessonStatus.INJECTED in (current, transition.to))
+    lessons_changed(
+        lesson.course_id, injected=LessonStatus.INJECTED in (current, transition.to), rows=[lesson.pk]
+    )
     audit_record(
         actor=actor,
         event=transition.event,
@@ -269,7 +271,7 @@ def lesson_quarantine_if_harmful(*, lesson_id, course_id, actor) -> bool:
     moved = candidate.update(status=LessonStatus.QUARANTINED)
     if moved != 1:
         return False
-    lessons_changed(course_id)
+    lessons_changed(course_id, rows=[lesson_id])
     lesson = Lesson.objects.get(pk=lesson_id)
     reason = f"automatic: harmful {lesson.harmful} ≥ {threshold} and > helpful {lesson.helpful}"
     extra = {"automatic": True, "helpful": lesson.helpful, "harmful": lesson.harmful}

@@ -94,7 +94,7 @@ def lesson_edit(
         raise IllegalTransition("the draft was edited meanwhile; reload it and try again") from None
     LessonKey.objects.filter(lesson=current).delete()
     LessonKey.objects.bulk_create(lesson_keys(current))
-    lessons_changed(current.course_id, injected=False)
+    lessons_changed(current.course_id, injected=False, rows=[current.pk])
     audit_record(
         actor=actor,
         event=AuditEvent.Event.LESSON_EDITED,

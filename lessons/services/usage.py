@@ -89,7 +89,7 @@ def recall_uses_count(*, result: RecallResult, trace: RecallTrace, session_id, n
         # snapshots are stale once a day per lesson, not on every hit --
         # every course's when the lesson is a global one. Only injected
         # lessons are hit.
-        lessons_changed(*stale, other=False)
+        lessons_changed(*stale, other=False, rows=[s.row.id for s in result.recalled if s.row.id in new])
     promoted = Lesson.objects.filter(
         pk__in=counted, hit_count__gte=promote_hits(), skill_candidate__isnull=True
     ).values_list("pk", "hit_count")

@@ -182,8 +182,8 @@ def test_a_task_saved_outside_a_transaction_publishes_after_its_overlaps(setting
     bulk_facts(course, [(["glossary"], "The glossary is in docs/")])
     publish, seen = tutor.db.snapshots.versions_publish, []
 
-    def publish_then_read(keys, using):
-        publish(keys, using)
+    def publish_then_read(keys, using, **kwargs):
+        publish(keys, using, **kwargs)
         seen.append(TaskFactOverlap.objects.filter(task=task).count())
         COURSE_FACTS.get(corrections_scope_keys(course.pk), course.pk)  # another reader, right then
 
@@ -270,3 +270,61 @@ def test_an_item_remembered_outside_a_transaction_or_deleted_is_seen_by_the_next
     MemoryItem.objects.get().delete()  # as the admin deletes
 
     assert preferences(task_context(client, task)) == []
+
+
+def facts_shape(snapshot) -> tuple:
+    """What a snapshot holds, comparable whichever way it was made."""
+
+    def ids(facts) -> list:
+        return sorted(str(fact.row["id"]) for fact in facts)
+
+    return (
+        {str(f.row["id"]): (f.row, f.tokens, f.token_count, f.order, f.keys) for f in snapshot.facts},
+        {token: ids(found) for token, found in snapshot.by_token.items()},
+        {key: ids(found) for key, found in snapshot.by_key.items()},
+        {
+            task: sorted((str(f.row["id"]), hits) for f, hits in pairs)
+            for task, pairs in snapshot.overlaps.items()
+        },
+        snapshot.rules,
+    )
+
+
+def test_a_fact_change_is_applied_to_the_snapshot_as_a_new_load_would_read_it(setting_up, monkeypatch):
+    """A fact verified, pinned, superseded, deleted and created, a rule added:
+    the snapshot applies those rows alone, and holds what a load reads."""
+    from corrections.course_snapshot import COURSE_FACTS, corrections_scope_keys, course_facts_load
+    from corrections.services.facts import fact_verify
+
+    course, task, client, staff = setting_up
+    keys = corrections_scope_keys(course.pk)
+    words = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot"]
+    topics = [(["materials", word], f"Materials rule {i}") for i, word in enumerate(words)]
+    verified = bulk_facts(course, [(RAINFALL, "北京年均降雨量约 630mm"), *topics])
+    (proposed,) = bulk_facts(
+        course, [(["materials", "glossary"], "The glossary is a material")], status="proposed"
+    )
+    before = COURSE_FACTS.get(keys, course.pk)
+    loads = []
+    monkeypatch.setattr(
+        COURSE_FACTS, "load", lambda course_id: loads.append(course_id) or course_facts_load(course_id)
+    )
+
+    fact_verify(fact=proposed, staff=staff, reason="checked")
+    fact_set_pinned(fact=verified[1], staff=staff, pinned=True)
+    Fact.objects.filter(pk=verified[2].pk).delete()
+    verified[3].status = FactStatus.SUPERSEDED
+    verified[3].valid_to = timezone.now()
+    verified[3].save()
+    bulk_facts(course, [(["materials", "new"], "A new material")])
+    ProcessRule.objects.create(course=course, statement="先写测试", statement_key="t:2", approved_by=staff)
+
+    after = COURSE_FACTS.get(keys, course.pk)
+    assert loads == [] and after is not before
+    assert facts_shape(after) == facts_shape(course_facts_load(course.pk))
+    assert "The glossary is a material" in statements(task_context(client, task, "glossary materials"))
+    assert statements(task_context(client, task, "materials alpha"))[0] == "Materials rule 0"  # pinned
+    assert "Materials rule 1" not in statements(task_context(client, task, "materials bravo"))  # deleted
+    assert "Materials rule 2" not in statements(task_context(client, task, "materials charlie"))  # superseded
+    assert "A new material" in statements(task_context(client, task, "materials new"))
+    assert loads == []

@@ -32,8 +32,8 @@ from tests.concurrency import concurrent_writers, interleave
 from tests.factories import client_for, enroll, make_course, make_task
 from tests.lessons.conftest import lesson_id, make_lesson
 from tests.tutor.test_context import open_session, query_budget, send, task_context
-from tutor.db.snapshots import scope_key
-from tutor.models import ScopeVersion
+from tutor.db.snapshots import forget_all, scope_key
+from tutor.models import ScopeChange, ScopeVersion
 
 TASK_TAGS = ["javascript", "docs"]  # tests.factories.course_data
 TAGS = ["javascript", "docs", "week-1", "arrays", "ci", "regex", "async", "dom"]
@@ -459,7 +459,9 @@ def test_snapshots_are_reloaded_after_their_maximum_age(
     assert recalled(task_context(student_client, task)) == [str(lesson.pk)]
     Lesson.objects.filter(pk=lesson.pk).update(status=LessonStatus.QUARANTINED)  # no version written
 
-    settings.TUTOR_SNAPSHOT_MAX_AGE = 0
+    settings.TUTOR_SNAPSHOT_MAX_AGE = 0  # at its maximum age it reads the change log: nothing there
+    assert recalled(task_context(student_client, task)) == [str(lesson.pk)]
+    settings.TUTOR_SNAPSHOT_RELOAD_AGE = 0  # at its reload age it is loaded again
     assert recalled(task_context(student_client, task)) == []
 
 
@@ -488,8 +490,11 @@ def test_many_changes_of_one_transaction_write_the_version_once(
             lessons_changed(course.pk)
 
     assert len(callbacks) == 1
-    with django_assert_num_queries(1):  # one upsert
+    with django_assert_num_queries(2):  # one change row, one upsert
         callbacks[0]()
+    change = ScopeChange.objects.filter(key=scope_key("lessons", course.pk)).latest("id")
+    assert change.version == ScopeVersion.objects.get(key=change.key).version
+    assert change.rows is None  # lessons_changed() without rows: every process loads the scope again
 
 
 @pytest.mark.django_db
@@ -634,3 +639,83 @@ def test_a_change_outside_a_transaction_is_published_at_once():
     lessons_changed(course.pk)
 
     assert ScopeVersion.objects.filter(key=scope_key("lessons", course.pk)).exists()
+
+
+def library_shape(library) -> tuple:
+    """What a library holds, comparable whichever way it was made."""
+
+    def ids(rows) -> list[str]:
+        return sorted(row.id_text for row in rows)
+
+    return (
+        {row.id_text: row for row in library.rows},
+        library.review_dates,
+        {tag: ids(rows) for tag, rows in library.by_tag.items()},
+        {
+            anchor: sorted((phrase, mark, tuple(ids(rows))) for phrase, mark, rows in entries)
+            for anchor, entries in library.by_anchor.items()
+        },
+    )
+
+
+@pytest.mark.django_db
+def test_lesson_changes_are_applied_to_both_snapshots_as_a_new_load_would_read_them(
+    course, task, student_client, django_capture_on_commit_callbacks, monkeypatch
+):
+    """Approved and used, quarantined, retired, deleted, edited, hit on a new
+    day, a new global lesson: each snapshot applies those rows alone and
+    holds what a load reads."""
+    from lessons.library import OTHER_LIBRARIES, other_lessons_scope_keys
+    from lessons.services.lifecycle import lesson_approve_and_use, lesson_quarantine, lesson_retire
+    from lessons.services.revisions import lesson_edit
+    from tests.factories import make_user
+
+    staff = make_user("lesson-staff", is_staff=True, is_superuser=True)
+    committed_library(
+        django_capture_on_commit_callbacks,
+        course,
+        unrelated=40,
+        matching=8,
+        others=[LessonStatus.PENDING] * 2,
+    )
+    injected = [
+        lesson for lesson in Lesson.objects.filter(status=LessonStatus.INJECTED) if "docs" in lesson.tags
+    ]
+    pending = list(Lesson.objects.filter(status=LessonStatus.PENDING))
+    keys, other_keys = lessons_scope_keys(course.pk), other_lessons_scope_keys(course.pk)
+    LIBRARIES.get(keys, course.pk), OTHER_LIBRARIES.get(other_keys, course.pk)
+    loads = []
+    for store in (LIBRARIES, OTHER_LIBRARIES):
+        monkeypatch.setattr(
+            store, "load", lambda course_id, load=store.load: loads.append(load) or load(course_id)
+        )
+
+    def changes():
+        lesson_approve_and_use(lesson=pending[0], actor=staff)
+        lesson_edit(
+            lesson=pending[1],
+            actor=staff,
+            title="Edited",
+            body="A new body",
+            tags=["arrays"],
+            symptoms=["timeout of 2000ms"],
+        )
+        lesson_quarantine(lesson=injected[0], actor=staff)
+        lesson_retire(lesson=injected[1], actor=staff)
+        injected[2].delete()
+        Lesson.objects.filter(pk=injected[3].pk).update(last_hit=timezone.localdate())
+        lessons_changed(course.pk, other=False, rows=[injected[3].pk])
+        make_lesson(course=None, tags=TASK_TAGS, symptoms=["undefined is not a function"])
+
+    committed(django_capture_on_commit_callbacks, changes)
+
+    assert library_shape(LIBRARIES.get(keys, course.pk)) == library_shape(library_load(course.pk))
+    assert library_shape(OTHER_LIBRARIES.get(other_keys, course.pk)) == library_shape(
+        other_library_load(course.pk)
+    )
+    assert loads == []
+    shown = recalled(task_context(student_client, task))
+    assert loads == []
+    assert str(injected[0].pk) not in shown
+    forget_all()
+    assert recalled(task_context(student_client, task)) == shown  # as after new loads

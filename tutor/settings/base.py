@@ -119,6 +119,9 @@ DATABASE_CONN_MAX_AGE = env_int("DATABASE_CONN_MAX_AGE", 300)
 # Seconds a process keeps a snapshot of a scope's rows (tutor.db.snapshots) before reloading it
 # whatever its version: the bound on staleness should a version never be written.
 TUTOR_SNAPSHOT_MAX_AGE = env_int("TUTOR_SNAPSHOT_MAX_AGE", 300)
+# After this long a snapshot is loaded again whatever the change log says (tutor.db.snapshots):
+# the bound on staleness should a publication be lost; before it, it applies the rows changed.
+TUTOR_SNAPSHOT_RELOAD_AGE = env_int("TUTOR_SNAPSHOT_RELOAD_AGE", 3600)
 # PostgreSQL: the hot path's precompiled queries run as server-side prepared
 # statements (tutor.db.statements); off for a pooler that cannot keep them.
 DATABASE_PREPARED_STATEMENTS = env_bool("DATABASE_PREPARED_STATEMENTS", True)

@@ -51,9 +51,11 @@ def sweep_once() -> None:
 
 
 def maintain_once() -> None:
-    """The hourly upkeep beat would run: SQLite planner statistics."""
+    """The hourly upkeep beat would run: the snapshots' change log pruned, SQLite planner statistics."""
+    from tutor.db.snapshots import changes_prune
     from tutor.ops.maintenance import database_optimize
 
+    changes_prune()
     database_optimize()
 
 
