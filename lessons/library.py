@@ -85,7 +85,8 @@ class Library:
 
     rows: tuple[LessonRow, ...]
     by_id: dict[str, LessonRow]  # the rows by ``id_text``
-    review_dates: tuple[date, ...]  # the rows' review dates, in order
+    by_review: tuple[LessonRow, ...]  # the rows by review date, then id
+    by_rank: tuple[LessonRow, ...]  # the rows by id (``rank_key``): a trace lists filtered ones so
     by_tag: dict[str, tuple[LessonRow, ...]]
     # anchor → (phrase, marked phrase, its lessons) of every symptom with that anchor
     by_anchor: dict[str, tuple[tuple[str, str, tuple[LessonRow, ...]], ...]]
@@ -112,6 +113,25 @@ class Library:
         return found
 
 
+def _review_order(row: LessonRow) -> tuple:
+    return row.review_by, row.rank_key
+
+
+def _rank_order(row: LessonRow):
+    return row.rank_key
+
+
+def _expired_count(library: Library, today: date) -> int:
+    return bisect.bisect_left(library.by_review, today, key=lambda row: row.review_by)
+
+
+def first_filtered(library: Library, others: Library, today: date, limit: int) -> list[LessonRow]:
+    """The scope's first ``limit`` filtered lessons by id (SPEC §6: each
+    leaves a trace line): of another status, or injected and past review."""
+    expired = sorted(library.by_review[: _expired_count(library, today)], key=_rank_order)
+    return sorted((*others.by_rank[:limit], *expired[:limit]), key=_rank_order)[:limit]
+
+
 def _library(values) -> Library:
     tz = timezone.get_current_timezone()
     rows = tuple(_row(value, tz) for value in values)
@@ -126,7 +146,8 @@ def _library(values) -> Library:
     return Library(
         rows=rows,
         by_id={row.id_text: row for row in rows},
-        review_dates=tuple(sorted(row.review_by for row in rows)),
+        by_review=tuple(sorted(rows, key=_review_order)),
+        by_rank=tuple(sorted(rows, key=_rank_order)),
         by_tag={tag: tuple(found) for tag, found in by_tag.items()},
         by_anchor={
             anchor: tuple((phrase, mark, tuple(found)) for phrase, (mark, found) in phrases.items())
@@ -145,13 +166,15 @@ def _library_apply(library: Library, ids: frozenset[str], values) -> Library:
     if not gone and not fresh:
         return library
     by_id = dict(library.by_id)
-    review_dates = list(library.review_dates)
+    by_review, by_rank = list(library.by_review), list(library.by_rank)
     for row in gone:
         del by_id[row.id_text]
-        del review_dates[bisect.bisect_left(review_dates, row.review_by)]
+        for ordered, order in ((by_review, _review_order), (by_rank, _rank_order)):
+            del ordered[bisect.bisect_left(ordered, order(row), key=order)]
     for row in fresh:
         by_id[row.id_text] = row
-        bisect.insort(review_dates, row.review_by)
+        bisect.insort(by_review, row, key=_review_order)
+        bisect.insort(by_rank, row, key=_rank_order)
     by_tag = dict(library.by_tag)
     for tag in {tag for row in (*gone, *fresh) for tag in row.tags}:
         kept = [row for row in library.by_tag.get(tag, ()) if row.id_text not in ids]
@@ -185,7 +208,8 @@ def _library_apply(library: Library, ids: frozenset[str], values) -> Library:
     return Library(
         rows=tuple(by_id.values()),
         by_id=by_id,
-        review_dates=tuple(review_dates),
+        by_review=tuple(by_review),
+        by_rank=tuple(by_rank),
         by_tag=by_tag,
         by_anchor=by_anchor,
     )
@@ -242,9 +266,9 @@ def library_recall(
 ) -> RecallResult:
     """Recall over ``library`` (injected lessons) for a context's tags and
     texts: the decisions of ``lessons_recall`` without counts. With
-    ``others`` (the scope's lessons of other statuses) the lessons of those
-    that could reach the floor are read too, as the statement reads them:
-    a trace ``lines`` lists them as filtered."""
+    ``others`` (the scope's lessons of other statuses) the first
+    ``max_lines`` filtered lessons by id are read too, as the statement reads
+    them: a trace ``lines`` lists them."""
     query = _recall_query(None, tags, None, texts)
     haystack = query.haystack
     found: set[str] = set()
@@ -263,21 +287,12 @@ def library_recall(
             rows = list({row.id: row for row in (*library.rows, *others.rows)}.values())
     else:
         need = _tag_reach(params.w_tag / len(query.tags), params.reach - _SQL_SLACK) if query.tags else 0
-        by_tags = 1 <= need <= len(query.tags)
-        if by_tags:
+        if 1 <= need <= len(query.tags):
             for row in library.tag_candidates(query.tags, need):
                 candidates[row.rank_key] = row
         if others is not None:
-            # Another status's lesson scores its symptoms against ctx.symptoms
-            # (phrases of injected lessons) alone: its phrases among those, or its tags.
-            for phrase in symptoms:
-                for other_phrase, _, lessons in others.by_anchor.get(_probe(phrase)[0], ()):
-                    if other_phrase == phrase:
-                        for row in lessons:
-                            candidates[row.rank_key] = row
-            if by_tags:
-                for row in others.tag_candidates(query.tags, need):
-                    candidates[row.rank_key] = row
+            for row in first_filtered(library, others, today, params.max_lines):
+                candidates.setdefault(row.rank_key, row)
         rows = list(candidates.values())
     ctx = RecallContext(tags=query.tags, symptoms=symptoms, today=today)
     return recall(rows, None, ctx, params, lines=lines)
@@ -287,7 +302,7 @@ def scope_totals(library: Library, others: Library, today: date) -> Totals:
     """The scope's stage counts (``lessons.selectors._stage_counts``): its
     injected lessons up for review today or later, those past it, and every
     lesson in another status."""
-    expired = bisect.bisect_left(library.review_dates, today)
+    expired = _expired_count(library, today)
     return Totals(active=len(library.rows) - expired, expired=expired, other_status=len(others.rows))
 
 

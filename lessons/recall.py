@@ -17,8 +17,9 @@ of the scope (``lessons.library``) or the rows of the recall statement
 
 A lesson whose tag and symptom parts alone stay below ``floor − W_DECAY``
 cannot reach the floor whatever its age (the decay part is at most
-``W_DECAY``): it is cut by the floor -- or filtered -- and is counted under
-its decision instead of listed, like every line beyond ``max_lines``.
+``W_DECAY``): it is cut by the floor and counted, not listed. Every filtered
+lesson is listed, by id, up to ``max_lines`` with the scored ones (the
+readers hand the first ``max_lines`` of them), and the rest counted.
 """
 
 from __future__ import annotations
@@ -267,12 +268,14 @@ def recall(
     lines: bool = True,
 ) -> RecallResult:
     """Recall over ``rows`` (at least every lesson of the scope that can reach
-    the floor; more do no harm) of a scope whose stage sizes are ``totals``.
+    the floor, and for a trace the first ``max_lines`` filtered ones by id;
+    more do no harm) of a scope whose stage sizes are ``totals``.
 
-    Lines: filtered lessons first (they leave the pipeline first), then the
-    scored ones in rank order. Lessons that cannot reach the floor are
-    counted, not listed; beyond ``max_lines`` lines the recalled and then the
-    best scored lines are kept and the rest counted. ``counts`` has every
+    Lines: filtered lessons first (they leave the pipeline first, SPEC §6),
+    then the scored ones in rank order. Lessons that cannot reach the floor
+    are counted, not listed; beyond ``max_lines`` lines the recalled and then
+    the best scored lines are kept, the filtered ones by id in what is left,
+    and the rest counted. ``counts`` has every
     lesson's decision once ``totals`` are known (``RecallResult.with_totals``).
     Without ``lines`` no line is written (a context preview shows the
     recalled lessons, never the trace): the decisions are the same, and only
@@ -291,16 +294,17 @@ def recall(
     # (−score, id order, row, tag part, symptom part, decay part): ranked by the first two.
     scored: list[tuple] = []
     for row in rows:
-        tag = len(row.tags & ctx_tags) / n_tags if n_tags else 0.0
-        symptom = len(row.symptoms & ctx_symptoms) / n_symptoms if n_symptoms else 0.0
-        if w_tag * tag + w_symptom * symptom + w_decay < floor:
-            continue  # cannot reach the floor: counted from the totals
+        # Step 1, the filter: a filtered lesson is never scored, and leaves its line.
         if row.status != "injected":
             filtered.append((row, Decision.FILTERED_STATUS))
             continue
         if row.review_by < today:
             filtered.append((row, Decision.FILTERED_EXPIRED))
             continue
+        tag = len(row.tags & ctx_tags) / n_tags if n_tags else 0.0
+        symptom = len(row.symptoms & ctx_symptoms) / n_symptoms if n_symptoms else 0.0
+        if w_tag * tag + w_symptom * symptom + w_decay < floor:
+            continue  # cannot reach the floor: counted from the totals
         # Age in whole days since the last hit, else since injection (none: 0).
         age = today_day - row.reference_day if row.reference_day is not None else 0
         decay = decays.get(age) if age > 0 else 1.0

@@ -207,6 +207,8 @@ class _Shape:
     # Tags alone reach the floor only with two or more shared: candidates by tag
     # pairs (and any symptom match), see ``_tag_reach``.
     by_pairs: bool = False
+    # A stored trace's filtered lessons: the first this many of the scope by id (0: none).
+    filtered_lines: int = 0
 
     @property
     def phrases_in_sql(self) -> bool:
@@ -300,7 +302,8 @@ def _bind(
     in_session = session_id is not None and (every_lesson or looks_for != _NOTHING)
     if in_session:
         values["session_id"] = session_id
-    return _Shape(scoped, looks_for, every_lesson, with_counts, in_session, by_pairs), values
+    filtered_lines = params.max_lines if with_counts and not every_lesson else 0
+    return _Shape(scoped, looks_for, every_lesson, with_counts, in_session, by_pairs, filtered_lines), values
 
 
 def _in_text(values: dict) -> Q:
@@ -478,6 +481,11 @@ def _recall_queryset(shape: _Shape, **values) -> QuerySet:
     elif shape.looks_for != _NOTHING:
         # By id only: the keys are already scoped, and the lookup goes by primary key.
         parts.append(Lesson.objects.filter(InSubquery(F("id"), _candidate_ids(shape, scope, values, known))))
+    if shape.filtered_lines:
+        # A stored trace lists its filtered lessons by id (SPEC §6): the first of them are read.
+        filtered = Q(review_by__lt=values["today"]) | ~Q(status=LessonStatus.INJECTED)
+        first = Lesson.objects.filter(scope).filter(filtered).order_by("id").values("id")
+        parts.append(Lesson.objects.filter(InSubquery(F("id"), first[: shape.filtered_lines])))
     used, typed_unused, unused = (), (), ()
     if shape.in_session:
         used = (Exists(LessonHit.objects.filter(lesson_id=OuterRef("id"), session_id=values["session_id"])),)
@@ -682,9 +690,11 @@ def lessons_recall(
     (a real send reads them from the snapshots: ``lessons.library``, which
     runs this statement only inside a transaction that changed the scope).
     The trace therefore
-    lists the lessons that could reach the floor and counts the others under
-    their decision (SPEC §6: "the first 200 lines in rank order and counts
-    per decision for the rest"). Scoring, ranking and the brakes then run in
+    lists the lessons that could reach the floor and, with the counts, the
+    scope's first ``max_lines`` filtered lessons by id (a part of the same
+    statement: SPEC §6, each filtered lesson leaves its line), and counts the
+    others under their decision (SPEC §6: "the first 200 lines in rank order
+    and counts per decision for the rest"). Scoring, ranking and the brakes then run in
     Python over the few candidates (``lessons.recall``), exactly as the seed
     does. When the floor is at or below W_DECAY every lesson can reach it,
     and all are loaded.
@@ -712,8 +722,12 @@ def lessons_recall(
     in_session = bound is not None and bound[0].in_session
     counts_at = width + in_session
     tz = timezone.get_current_timezone()
+    read = set()
     for values in _run(bound):
         if values[0] == _LESSON:
+            if values[1] in read:  # a filtered lesson among the candidates too
+                continue
+            read.add(values[1])
             rows.append(_row(values[1:width], tz))
             if in_session and values[width]:
                 used.add(values[1])

@@ -649,7 +649,8 @@ def library_shape(library) -> tuple:
 
     return (
         {row.id_text: row for row in library.rows},
-        library.review_dates,
+        [row.id_text for row in library.by_review],
+        [row.id_text for row in library.by_rank],
         {tag: ids(rows) for tag, rows in library.by_tag.items()},
         {
             anchor: sorted((phrase, mark, tuple(ids(rows))) for phrase, mark, rows in entries)

@@ -138,8 +138,12 @@ def test_the_seed_run_is_reproduced_with_its_printed_scores():
         ("lesson-2026-010", "top_k", 0.47),
     ]
     assert result.used_tokens == 750
-    # 002, 003, 006 (no overlap) cannot reach the floor, 004 (expired) and 005
-    # (pending) are filtered: counted under their decision, not listed.
+    # 004 (expired) and 005 (pending) are filtered: listed first, as the seed
+    # prints them; 002, 003, 006 (no overlap) cannot reach the floor: counted.
+    assert [(line["title"], line["decision"]) for line in result.lines[:2]] == [
+        ("lesson-2026-004", "filtered_expired"),
+        ("lesson-2026-005", "filtered_status"),
+    ]
     assert result.counts == {
         "recalled": 3,
         "budget": 1,
@@ -148,8 +152,8 @@ def test_the_seed_run_is_reproduced_with_its_printed_scores():
         "filtered_status": 1,
         "filtered_expired": 1,
     }
-    assert result.omitted == {"floor": 3, "filtered_status": 1, "filtered_expired": 1}
-    first = result.lines[0]
+    assert result.omitted == {"floor": 3}
+    first = result.lines[2]
     assert first["components"] == {"tag": 0.6667, "symptom": 1.0, "decay": round(math.exp(-0.1), 4)}
 
 
@@ -311,6 +315,8 @@ def test_selector_reproduces_the_seed_run_in_one_query(course, seed_library, dja
 
     assert [s.row.title for s in result.recalled] == ["lesson-2026-001", "lesson-2026-009", "lesson-2026-008"]
     assert [(line["title"], line["decision"]) for line in result.lines] == [
+        ("lesson-2026-004", "filtered_expired"),
+        ("lesson-2026-005", "filtered_status"),
         ("lesson-2026-001", "recalled"),
         ("lesson-2026-009", "recalled"),
         ("lesson-2026-007", "budget"),
@@ -362,8 +368,9 @@ def test_symptoms_are_found_in_texts_case_insensitively_at_word_boundaries(cours
 
     # "escape" is not a word of "unescaped"; a pending lesson's phrase is not known.
     assert result.context.symptoms == ("unexpected token", "连接超时")
-    # One symptom of two is at most 0.3·1/2 + 0.2 = 0.35: none can reach the floor, all are counted.
-    assert result.lines == []
+    # One symptom of two is at most 0.3·1/2 + 0.2 = 0.35: none can reach the floor, all are
+    # counted; the pending lesson is filtered, and listed.
+    assert [line["decision"] for line in result.lines] == ["filtered_status"]
     assert result.counts["floor"] == 3 and result.counts["filtered_status"] == 1
 
     alone = lessons_recall(course_ids=[course.pk], tags=[], texts=["数据库连接超时了"])

@@ -20,6 +20,7 @@ from tutor.models import (
     ModelCall,
     NoticeAcknowledgement,
     RetentionKind,
+    ScopeChange,
     ScopeVersion,
     TutorMessage,
     TutorSession,
@@ -92,6 +93,8 @@ class TutorRights(RightsPart):
         "tutor.Rubric": "holds no person",
         "tutor.RetentionOverride": "holds no person",
         "tutor.ScopeVersion": "the person's snapshot versions are deleted with the whole person",
+        "tutor.ScopeChange": "the change log of the person's snapshots is deleted with the whole person "
+        "(a course's rows name lesson and fact ids, no person)",
     }
 
     def retention(self):
@@ -132,6 +135,7 @@ class TutorRights(RightsPart):
         )
         if subject.whole:
             ledger.delete(ScopeVersion.objects.filter(key__endswith=f":user:{user.pk}"), dry_run=dry_run)
+            ledger.delete(ScopeChange.objects.filter(key__endswith=f":user:{user.pk}"), dry_run=dry_run)
         elif not dry_run:
             # As when an enrolment ends: admin access follows staff enrolments.
             sync_staff_flag(user)
