@@ -59,6 +59,7 @@ class CourseFacts:
     by_key: dict[str, tuple[_Fact, ...]]  # its relevance keys (``corrections.text.token_keys``)
     # task id → (fact, hits of the task text) of the facts it overlaps
     overlaps: dict[object, tuple[tuple[_Fact, int], ...]]
+    tasks_of: dict  # fact id → the ids of the tasks it overlaps
     rules: tuple[dict, ...]  # id, statement; oldest first
     rule_texts: tuple[RowTexts, ...]  # of ``rules``
     _tasks: dict = field(default_factory=dict)
@@ -134,9 +135,11 @@ def course_facts_load(course_id) -> CourseFacts:
         for key in fact.keys:
             by_key.setdefault(key, []).append(fact)
     overlaps: dict[object, list[tuple[_Fact, int]]] = {}
+    tasks_of: dict[object, list] = {}
     for task_id, fact_id, hits in _overlaps(course_id).iterator(chunk_size=5000):
         if fact_id in facts:  # a fact that changed status between the two reads is left out
             overlaps.setdefault(task_id, []).append((facts[fact_id], hits))
+            tasks_of.setdefault(fact_id, []).append(task_id)
     rules, rule_texts = _rules(course_id)
     return CourseFacts(
         facts=tuple(facts.values()),
@@ -144,6 +147,7 @@ def course_facts_load(course_id) -> CourseFacts:
         by_token={token: tuple(found) for token, found in by_token.items()},
         by_key={key: tuple(found) for key, found in by_key.items()},
         overlaps={task_id: tuple(found) for task_id, found in overlaps.items()},
+        tasks_of={fact_id: tuple(tasks) for fact_id, tasks in tasks_of.items()},
         rules=rules,
         rule_texts=rule_texts,
     )
@@ -169,19 +173,18 @@ def course_facts_apply(snapshot: CourseFacts, course_id, ids: frozenset[str]) ->
                 result.pop(key, None)
         return result
 
-    overlaps = dict(snapshot.overlaps)
-    if gone:
-        for task_id, pairs in snapshot.overlaps.items():
-            kept = tuple(pair for pair in pairs if pair[0] not in gone)
-            if len(kept) != len(pairs):
-                if kept:
-                    overlaps[task_id] = kept
-                else:
-                    del overlaps[task_id]
+    overlaps, tasks_of = dict(snapshot.overlaps), dict(snapshot.tasks_of)
+    for task_id in {task_id for fact in gone for task_id in tasks_of.pop(fact.row["id"], ())}:
+        kept = tuple(pair for pair in overlaps[task_id] if pair[0] not in gone)
+        if kept:
+            overlaps[task_id] = kept
+        else:
+            del overlaps[task_id]
     stored = _overlaps(course_id).filter(fact_id__in=sorted(wanted))
     for task_id, fact_id, hits in stored:
         if fact_id in fresh:
             overlaps[task_id] = (*overlaps.get(task_id, ()), (fresh[fact_id], hits))
+            tasks_of[fact_id] = (*tasks_of.get(fact_id, ()), task_id)
     rules, rule_texts = _rules(course_id)
     by_id = dict(snapshot.by_id)
     for fact in gone:
@@ -193,6 +196,7 @@ def course_facts_apply(snapshot: CourseFacts, course_id, ids: frozenset[str]) ->
         by_token=rebuilt(snapshot.by_token, lambda fact: fact.tokens),
         by_key=rebuilt(snapshot.by_key, lambda fact: fact.keys),
         overlaps=overlaps,
+        tasks_of=tasks_of,
         rules=rules,
         rule_texts=rule_texts,
     )

@@ -9,7 +9,7 @@ other status (what a send's trace lists as filtered, and counts). A draft
 captured from a review changes the second only, so the injected lessons --
 the large snapshot -- are not loaded again for it.
 
-The decisions are the recall statement's (``lessons.selectors.lessons_recall``):
+The decisions are the recall statement's (``lessons.selectors.statement.lessons_recall``):
 the snapshot hands ``lessons.recall`` a superset of the lessons that can
 reach the floor (every lesson with a phrase found in the texts, and every
 lesson sharing enough of the context's tags to reach ``floor − W_DECAY`` by
@@ -40,17 +40,16 @@ from django.utils import timezone
 
 from lessons.models import Lesson, LessonStatus
 from lessons.recall import LessonRow, RecallContext, RecallParams, RecallResult, Totals, recall
-from lessons.selectors import (
-    _ROW_COLUMNS,
-    _SQL_SLACK,
-    _probe,
-    _recall_query,
-    _row,
-    _scope,
-    _tag_reach,
-    lessons_recall,
-    recalled_now,
+from lessons.selectors.rows import (
+    ROW_COLUMNS,
+    SQL_SLACK,
+    lesson_row,
+    lessons_scope,
+    recall_query,
+    symptom_probe,
+    tag_reach,
 )
+from lessons.selectors.statement import lessons_recall, recalled_now
 from tutor.db.snapshots import SnapshotStore, Versions, scope_changed, scope_key
 
 LESSONS_SCOPE = "lessons"
@@ -134,14 +133,14 @@ def first_filtered(library: Library, others: Library, today: date, limit: int) -
 
 def _library(values) -> Library:
     tz = timezone.get_current_timezone()
-    rows = tuple(_row(value, tz) for value in values)
+    rows = tuple(lesson_row(value, tz) for value in values)
     by_tag: dict[str, list[LessonRow]] = {}
     by_anchor: dict[str, dict[str, tuple[str, list[LessonRow]]]] = {}
     for row in rows:
         for tag in row.tags:
             by_tag.setdefault(tag, []).append(row)
         for phrase in row.symptoms:
-            anchor, mark = _probe(phrase)
+            anchor, mark = symptom_probe(phrase)
             by_anchor.setdefault(anchor, {}).setdefault(phrase, (mark, []))[1].append(row)
     return Library(
         rows=rows,
@@ -161,7 +160,7 @@ def _library_apply(library: Library, ids: frozenset[str], values) -> Library:
     of them it holds now, read by id): only the index entries of their old
     and new tags and symptom anchors are rebuilt (SPEC §10)."""
     tz = timezone.get_current_timezone()
-    fresh = tuple(_row(value, tz) for value in values)
+    fresh = tuple(lesson_row(value, tz) for value in values)
     gone = [library.by_id[lesson_id] for lesson_id in ids if lesson_id in library.by_id]
     if not gone and not fresh:
         return library
@@ -185,7 +184,7 @@ def _library_apply(library: Library, ids: frozenset[str], values) -> Library:
             by_tag.pop(tag, None)
     by_anchor = dict(library.by_anchor)
     phrases = {phrase for row in (*gone, *fresh) for phrase in row.symptoms}
-    for anchor in {_probe(phrase)[0] for phrase in phrases}:
+    for anchor in {symptom_probe(phrase)[0] for phrase in phrases}:
         entries, seen = [], set()
         for phrase, mark, lessons in library.by_anchor.get(anchor, ()):
             if phrase in phrases:  # only the phrases of the changed rows are rebuilt
@@ -197,7 +196,7 @@ def _library_apply(library: Library, ids: frozenset[str], values) -> Library:
             if lessons:
                 entries.append((phrase, mark, lessons))
         for phrase in sorted(phrases - seen):
-            probe_anchor, mark = _probe(phrase)
+            probe_anchor, mark = symptom_probe(phrase)
             found = tuple(row for row in fresh if phrase in row.symptoms)
             if probe_anchor == anchor and found:
                 entries.append((phrase, mark, found))
@@ -215,13 +214,13 @@ def _library_apply(library: Library, ids: frozenset[str], values) -> Library:
     )
 
 
-def _scope_lessons(course_id, columns=_ROW_COLUMNS):
-    # The recall statement's own columns, read by ``_row``.
-    return Lesson.objects.filter(_scope([course_id])).order_by().values_list(*columns)
+def _scope_lessons(course_id, columns=ROW_COLUMNS):
+    # The recall statement's own columns, read by ``lesson_row``.
+    return Lesson.objects.filter(lessons_scope([course_id])).order_by().values_list(*columns)
 
 
 # A lesson of another status is never recalled, so never rendered: its body stays in the database.
-_OTHER_COLUMNS = tuple(Value("") if column == "body" else column for column in _ROW_COLUMNS)
+_OTHER_COLUMNS = tuple(Value("") if column == "body" else column for column in ROW_COLUMNS)
 
 
 def library_load(course_id) -> Library:
@@ -269,7 +268,7 @@ def library_recall(
     ``others`` (the scope's lessons of other statuses) the first
     ``max_lines`` filtered lessons by id are read too, as the statement reads
     them: a trace ``lines`` lists them."""
-    query = _recall_query(None, tags, None, texts)
+    query = recall_query(None, tags, None, texts)
     haystack = query.haystack
     found: set[str] = set()
     candidates: dict[object, LessonRow] = {}
@@ -286,7 +285,7 @@ def library_recall(
             # By id: a lesson that moved between the two snapshots' loads is read once.
             rows = list({row.id: row for row in (*library.rows, *others.rows)}.values())
     else:
-        need = _tag_reach(params.w_tag / len(query.tags), params.reach - _SQL_SLACK) if query.tags else 0
+        need = tag_reach(params.w_tag / len(query.tags), params.reach - SQL_SLACK) if query.tags else 0
         if 1 <= need <= len(query.tags):
             for row in library.tag_candidates(query.tags, need):
                 candidates[row.rank_key] = row
@@ -299,7 +298,7 @@ def library_recall(
 
 
 def scope_totals(library: Library, others: Library, today: date) -> Totals:
-    """The scope's stage counts (``lessons.selectors._stage_counts``): its
+    """The scope's stage counts (``lessons.selectors.statement``): its
     injected lessons up for review today or later, those past it, and every
     lesson in another status."""
     expired = _expired_count(library, today)

@@ -4,7 +4,7 @@ Counters kept by row triggers lock the counter rows of both keys a lesson
 moves between until commit, so two transactions making opposite moves
 deadlock on PostgreSQL; their rows also collide with ``loaddata`` and are
 lost when SQLite rebuilds the lesson table. Recall counts a scope's lessons
-from ``lesson_scope_status_idx`` again (lessons.selectors._stage_counts).
+from ``lesson_scope_status_idx`` again (lessons.selectors.statement).
 
 Reversible: migrating back to 0004 reinstalls the triggers and refills the
 counts from the stored lessons."""

@@ -286,6 +286,7 @@ def facts_shape(snapshot) -> tuple:
             task: sorted((str(f.row["id"]), hits) for f, hits in pairs)
             for task, pairs in snapshot.overlaps.items()
         },
+        {str(fact_id): sorted(map(str, tasks)) for fact_id, tasks in snapshot.tasks_of.items()},
         snapshot.rules,
     )
 

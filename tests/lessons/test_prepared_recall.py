@@ -14,10 +14,11 @@ import pytest
 from django.db import connection
 from django.utils import timezone
 
-from lessons import selectors
 from lessons.models import Lesson, LessonHit, LessonStatus, RecallTrace
 from lessons.recall import RecallParams, recall
 from lessons.selectors import lessons_recall
+from lessons.selectors import rows as recall_rows
+from lessons.selectors import statement as recall_statement
 from tests.lessons.conftest import make_lesson, make_trace
 from tests.lessons.test_recall import ctx, decisions, row, run
 from tests.tutor.test_context import open_session, send, task_context, warm_send_snapshots
@@ -87,11 +88,11 @@ def test_each_shape_runs_the_sql_of_its_queryset_and_returns_its_rows(
     course, library, used_session, today, scoped, source, every_lesson, with_counts, in_session
 ):
     inputs = SOURCES[source]
-    query = selectors._recall_query(
+    query = recall_rows.recall_query(
         [course.pk] if scoped else None, inputs["tags"], inputs.get("symptoms"), inputs.get("texts")
     )
     session_id = used_session.pk if in_session else None
-    bound = selectors._bind(query, EVERY if every_lesson else PARAMS, today, with_counts, session_id)
+    bound = recall_statement._bind(query, EVERY if every_lesson else PARAMS, today, with_counts, session_id)
     if source == "nothing" and not (every_lesson or with_counts):
         assert bound is None  # nothing to read: no statement at all
         return
@@ -105,8 +106,8 @@ def test_each_shape_runs_the_sql_of_its_queryset_and_returns_its_rows(
         with_counts,
         in_session and reads_lessons,
     )
-    queryset = selectors._recall_queryset(shape, **values)
-    prepared = selectors._prepared_for(shape, values)
+    queryset = recall_statement._recall_queryset(shape, **values)
+    prepared = recall_statement._prepared_for(shape, values)
     lengths = {name: len(value) for name, value in values.items() if isinstance(value, list)}
 
     assert prepared.compiled(lengths=lengths).sql == queryset.query.get_compiler("default").as_sql()[0]
@@ -118,11 +119,11 @@ def test_each_shape_runs_the_sql_of_its_queryset_and_returns_its_rows(
     assert ("r" in kinds) == (reads_lessons or with_counts)
     assert shape.filtered_lines == (PARAMS.max_lines if with_counts and not every_lesson else 0)
     # A text's phrases are rows of the statement, unless it loads every lesson
-    # with one anyway (then they are found on the rows: selectors._found_phrases).
+    # with one anyway (then they are found on the rows: recall_rows.found_phrases).
     assert ("p" in kinds) == shape.phrases_in_sql
     assert shape.phrases_in_sql == (source == "text" and not every_lesson)  # two tags: no pairs
     if shape.in_session:  # the lessons this session already used, and only those
-        width = 1 + len(selectors._ROW_FIELDS)
+        width = 1 + len(recall_rows.ROW_FIELDS)
         assert {r[1] for r in rows if r[0] == "r" and r[width]} == {library[0].pk}
 
 
@@ -130,7 +131,7 @@ def test_each_shape_runs_the_sql_of_its_queryset_and_returns_its_rows(
 def test_values_are_parameters_not_part_of_the_compiled_sql(course, library, today, monkeypatch):
     compiled = []
     real_compile = PreparedQuery._compile
-    monkeypatch.setattr(selectors, "_prepared", {})
+    monkeypatch.setattr(recall_statement, "_prepared", {})
     monkeypatch.setattr(
         PreparedQuery, "_compile", lambda self, *a, **kw: compiled.append(a) or real_compile(self, *a, **kw)
     )
@@ -145,10 +146,10 @@ def test_values_are_parameters_not_part_of_the_compiled_sql(course, library, tod
     assert now.counts["filtered_expired"] == 1 and now.recalled_ids
     assert later.counts["filtered_expired"] == 4 and later.recalled_ids == []
     assert strict.recalled_ids == [] and strict.counts["floor"] == 3
-    query = selectors._recall_query([course.pk], base["tags"], base["symptoms"], None)
+    query = recall_rows.recall_query([course.pk], base["tags"], base["symptoms"], None)
     for day, params in ((today, PARAMS), (later_day, PARAMS), (today, replace(PARAMS, floor=0.9))):
-        assert as_rows(selectors._statement_rows(query, params, day, True)) == as_rows(
-            selectors._statement(query, params, day, True)
+        assert as_rows(recall_statement._statement_rows(query, params, day, True)) == as_rows(
+            recall_statement._statement(query, params, day, True)
         )
 
 
@@ -158,7 +159,7 @@ def test_lists_are_padded_to_a_power_of_two_compiled_once_per_padded_length(
 ):
     compiled = []
     real_compile = PreparedQuery._compile
-    monkeypatch.setattr(selectors, "_prepared", {})
+    monkeypatch.setattr(recall_statement, "_prepared", {})
     monkeypatch.setattr(
         PreparedQuery,
         "_compile",
@@ -169,10 +170,10 @@ def test_lists_are_padded_to_a_power_of_two_compiled_once_per_padded_length(
     texts = ["x err now", "x err now then", "x err now then y fail", "Y FAIL"]  # 3, 4, 6 and 2 words
 
     for text in texts:
-        query = selectors._recall_query([course.pk], ["a", "b", "c"], None, [text])
+        query = recall_rows.recall_query([course.pk], ["a", "b", "c"], None, [text])
         # Padded: the same IN lists for the database, so the same rows as the ORM's own.
-        assert as_rows(selectors._statement_rows(query, PARAMS, today, False)) == as_rows(
-            selectors._statement(query, PARAMS, today, False)
+        assert as_rows(recall_statement._statement_rows(query, PARAMS, today, False)) == as_rows(
+            recall_statement._statement(query, PARAMS, today, False)
         )
 
     assert sorted(lengths["anchors"] for lengths in compiled) == [2, 4, 8]
@@ -208,9 +209,9 @@ def test_a_phrase_many_lessons_share_loads_them_only_where_it_can_weigh_enough(c
 
     bulk_lessons(course, 300, tags=["other"], symptoms=["common err"])
     make_lesson(course=course, symptoms=["timeout"])
-    query = selectors._recall_query([course.pk], ["q"], None, ["common err, then a timeout"])
+    query = recall_rows.recall_query([course.pk], ["q"], None, ["common err, then a timeout"])
 
-    rows = selectors._statement_rows(query, PARAMS, today, False)
+    rows = recall_statement._statement_rows(query, PARAMS, today, False)
     result = lessons_recall(
         course_ids=[course.pk], tags=["q"], texts=["common err, then a timeout"], params=PARAMS
     )
@@ -267,7 +268,9 @@ def test_the_stage_counts_read_index_ranges_only(course, library, today):
     from tests.lessons.conftest import bulk_lessons
 
     bulk_lessons(course, 200)
-    counts = selectors._stage_counts([course.pk], today).values_list("n_active", "n_expired", "n_other")
+    counts = recall_statement._stage_counts([course.pk], today).values_list(
+        "n_active", "n_expired", "n_other"
+    )
     sql, params = counts.query.get_compiler(connection.alias).as_sql()
 
     assert " OR " not in sql  # the global lessons and the course's are counted apart
@@ -371,9 +374,11 @@ def test_the_recalled_lessons_as_committed_match_the_orm(course, task, student):
     LessonHit.objects.create(lesson=lessons[1], session=other, trace=trace)
     ids = [lesson.pk for lesson in lessons]
 
-    rows = assert_matches_orm(selectors.RECALLED_NOW, session_id=session.pk, lesson_ids=ids)
+    rows = assert_matches_orm(recall_statement.RECALLED_NOW, session_id=session.pk, lesson_ids=ids)
     by_id = {row["id"]: row for row in rows}
     # Another session's use is not this one's.
     assert [bool(by_id[i]["used"]) for i in ids] == [True, False, False, False]
     assert by_id[ids[2]]["status"] == LessonStatus.QUARANTINED
-    assert assert_matches_orm(selectors.RECALLED_NOW, session_id=session.pk, lesson_ids=[uuid4()]) == []
+    assert (
+        assert_matches_orm(recall_statement.RECALLED_NOW, session_id=session.pk, lesson_ids=[uuid4()]) == []
+    )

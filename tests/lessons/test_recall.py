@@ -547,17 +547,18 @@ def test_the_recall_statement_looks_lessons_up_by_key_and_id_never_by_scanning(c
     primary key (PostgreSQL: ``= ANY(ARRAY(…))``, so no semi-join over a
     sequential scan of every lesson)."""
 
-    from lessons import selectors
+    from lessons.selectors import rows as recall_rows
+    from lessons.selectors import statement as recall_statement
     from tests.lessons.conftest import bulk_lessons
 
     bulk_lessons(course, 200, tags=["a", "b"], symptoms=["x err"])
-    query = selectors._Query(
+    query = recall_rows.RecallQuery(
         course_ids=[course.pk],
         tags=("a", "c"),
         symptoms=None,
         anchors=("err", "x"),
         haystack="\x01x\x01 \x01err\x01",
     )
-    statement = selectors._statement(query, PARAMS, TODAY, with_counts=False)
+    statement = recall_statement._statement(query, PARAMS, TODAY, with_counts=False)
     assert_looks_up_by_key_and_id(statement)
     assert len(list(statement)) == 200 + 1  # every lesson a candidate, and the phrase "x err"

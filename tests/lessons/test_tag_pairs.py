@@ -14,9 +14,10 @@ from django.db.migrations.executor import MigrationExecutor
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from lessons import selectors
 from lessons.models import LessonKey
 from lessons.recall import RecallParams
+from lessons.selectors import rows as recall_rows
+from lessons.selectors import statement as recall_statement
 from lessons.text import BOUNDARY, tag_pairs
 from tests.lessons.conftest import bulk_lessons, make_lesson
 from tests.lessons.test_recall import assert_looks_up_by_key_and_id
@@ -50,9 +51,9 @@ def test_a_lesson_is_stored_with_the_pairs_of_its_normalized_tags(course):
     [(["a", "b"], None), (["a", "b", "c"], 1), (["a", "b", "c", "d", "e"], 1), (list("abcdef"), 3)],
 )
 def test_the_statement_goes_by_pairs_exactly_when_one_tag_cannot_reach_the_floor(course, tags, need):
-    query = selectors._recall_query([course.pk], tags, ["x err"], None)
+    query = recall_rows.recall_query([course.pk], tags, ["x err"], None)
 
-    shape, values = selectors._bind(query, PARAMS, timezone.localdate(), False)
+    shape, values = recall_statement._bind(query, PARAMS, timezone.localdate(), False)
 
     assert shape.by_pairs == (need is not None)
     if need is not None:
@@ -72,12 +73,12 @@ def test_lessons_sharing_one_common_tag_are_not_read_and_the_recall_is_unchanged
     inputs = {"symptoms": ["x err"]} if source == "symptoms" else {"texts": ["my x err again"]}
 
     with CaptureQueriesContext(connection) as captured:
-        result = selectors.lessons_recall(
+        result = recall_statement.lessons_recall(
             course_ids=[course.pk], tags=tags, today=today, params=PARAMS, **inputs
         )
-    query = selectors._recall_query([course.pk], tags, inputs.get("symptoms"), inputs.get("texts"))
-    bound = selectors._bind(query, PARAMS, today, True)
-    rows = selectors._run(bound)
+    query = recall_rows.recall_query([course.pk], tags, inputs.get("symptoms"), inputs.get("texts"))
+    bound = recall_statement._bind(query, PARAMS, today, True)
+    rows = recall_statement._run(bound)
 
     assert len(captured) == 1
     assert bound[0].by_pairs
@@ -85,21 +86,21 @@ def test_lessons_sharing_one_common_tag_are_not_read_and_the_recall_is_unchanged
     assert set(result.recalled_ids) == {two_tags.pk, one_tag_and_symptom.pk}
     assert result.counts["floor"] == 300  # counted from the scope's totals, never read
     # The prepared SQL is the queryset's own, with the same rows.
-    statement = selectors._recall_queryset(bound[0], **bound[1])
+    statement = recall_statement._recall_queryset(bound[0], **bound[1])
     assert sorted(map(repr, rows)) == sorted(repr(tuple(r)) for r in statement)
 
 
 @pytest.mark.django_db
 def test_the_pairs_statement_looks_keys_up_by_index_and_lessons_by_id(course):
     bulk_lessons(course, 200, tags=["a", "b"], symptoms=["x err"])
-    query = selectors._Query(
+    query = recall_rows.RecallQuery(
         course_ids=[course.pk],
         tags=("a", "b", "c"),
         symptoms=None,
         anchors=("err", "x"),
         haystack="\x01x\x01 \x01err\x01",
     )
-    statement = selectors._statement(query, PARAMS, timezone.localdate(), with_counts=False)
+    statement = recall_statement._statement(query, PARAMS, timezone.localdate(), with_counts=False)
     sql, params = statement.query.get_compiler(connection.alias).as_sql()
 
     kinds = {p for p in params if p in LessonKey.Kind.values}
@@ -164,7 +165,7 @@ def test_a_tag_that_folding_makes_longer_than_a_key_still_matches(course, contex
     tags = [long if tag == "long" else tag for tag in context]
     lesson = make_lesson(course=course, tags=[long, "b"])
 
-    result = selectors.lessons_recall(
+    result = recall_statement.lessons_recall(
         course_ids=[course.pk], tags=tags, symptoms=[], today=timezone.localdate(), params=PARAMS
     )
 

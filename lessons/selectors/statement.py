@@ -1,10 +1,14 @@
-"""Reads of the lessons app (SPEC §6, §10): recall, and the lists staff work from."""
+"""The recall statement (SPEC §6, §10): the lessons that can reach the floor,
+the phrases a text holds, a stored trace's first filtered lessons and the
+stage counts, in ONE SQL statement whatever the library's size, compiled
+once per shape and process (``tutor.db.prepared``). It hands the rows to
+``lessons.recall``; the snapshots (``lessons.library``) are its twin.
+Details: docs/architecture.md, The lesson recall statement.
+"""
 
 from __future__ import annotations
 
 import functools
-import json
-import math
 import threading
 from dataclasses import dataclass
 from datetime import date
@@ -12,10 +16,7 @@ from datetime import date
 from django.db import connection
 from django.db.models import (
     BooleanField,
-    CharField,
     Count,
-    DateField,
-    DateTimeField,
     Exists,
     F,
     FloatField,
@@ -25,74 +26,44 @@ from django.db.models import (
     Q,
     QuerySet,
     Subquery,
-    TextField,
-    UUIDField,
     Value,
 )
 from django.db.models.functions import Cast, Coalesce, StrIndex
 from django.utils import timezone
 
-from lessons import access
 from lessons.models import (
-    SYMPTOM_MAX_CHARS,
     Lesson,
     LessonHit,
     LessonKey,
     LessonStatus,
-    RecalledLesson,
-    RecallTrace,
-    SkillCandidate,
 )
-from lessons.recall import LessonRow, RecallContext, RecallParams, RecallResult, Totals, recall
-from lessons.text import jaccard, marked, normalize, symptom_anchor, tag_pairs, text_tokens
+from lessons.recall import RecallContext, RecallParams, RecallResult, Totals, recall
+from lessons.selectors.rows import (
+    ROW_COLUMNS,
+    ROW_FIELDS,
+    ROW_TYPES,
+    SQL_SLACK,
+    RecallQuery,
+    found_phrases,
+    lesson_row,
+    lessons_scope,
+    recall_query,
+    tag_reach,
+)
+from lessons.text import tag_pairs
 from tutor.db.prepared import PreparedQuery
-
-# Float sums in SQL and in Python may differ in the last bits: the SQL
-# pre-filter lets borderline lessons through, and Python decides exactly.
-_SQL_SLACK = 1e-9
 
 # The one statement's rows: a lesson ("r"), a symptom phrase found in the
 # texts ("p", see ``_Shape.phrases_in_sql``), or the stage counts ("c"), told
 # apart by the first column.
 _LESSON, _PHRASE, _COUNTS = "r", "p", "c"
-_ROW_FIELDS = (
-    "id",
-    "title",
-    "body",
-    "tags",
-    "symptoms",
-    "status",
-    "review_by",
-    "tokens",
-    "last_hit",
-    "injected_at",
-    "course_id",
-)
-# Tags and symptoms come as their JSON text: its normalized set is cached
-# (``_keyset``), so a lesson read again is neither decoded nor normalized again.
-_ROW_COLUMNS = tuple(
-    Cast(name, output_field=TextField()) if name in ("tags", "symptoms") else name for name in _ROW_FIELDS
-)
-_ROW_TYPES = (
-    UUIDField,
-    CharField,
-    TextField,
-    TextField,
-    TextField,
-    CharField,
-    DateField,
-    IntegerField,
-    DateField,
-    DateTimeField,
-    UUIDField,
-)
 # Placeholders of the branches without a lesson. The counts branch takes plain
 # NULLs: Django leaves constants out of its GROUP BY (a cast would be grouped,
 # and an empty scope would give no row at all).
-_NULL_ROW = tuple(Value(None, output_field=field()) for field in _ROW_TYPES)
+_NULL_ROW = tuple(Value(None, output_field=field()) for field in ROW_TYPES)
 # The phrase branch takes typed NULLs: PostgreSQL resolves an untyped NULL of
 # a SELECT DISTINCT as text, which a UNION with a uuid or jsonb column refuses.
-_TYPED_NULL_ROW = tuple(Cast(Value(None), output_field=field()) for field in _ROW_TYPES)
+_TYPED_NULL_ROW = tuple(Cast(Value(None), output_field=field()) for field in ROW_TYPES)
 _NULL_COUNTS = tuple(Cast(Value(None), output_field=IntegerField()) for _ in range(3))
 
 
@@ -123,70 +94,7 @@ class InSubquery(Func):
         return f"{column} = ANY(ARRAY{subquery})", (*column_params, *subquery_params)
 
 
-def _scope(course_ids) -> Q:
-    """A request's lessons: its course's and the global ones (SPEC §6);
-    ``course_ids`` None means every course (a superuser's preview)."""
-    if course_ids is None:
-        return Q()
-    return Q(course__isnull=True) | Q(course_id__in=list(course_ids))
-
-
-# --- normalized text, cached -------------------------------------------------------------
-# What a request normalizes depends on the strings alone -- a task's tags, a
-# lesson's stored tags and symptoms, a feedback item's text -- so it is cached
-# (bounded) in-process and can never go stale.
-NORMALIZED_CACHE_SIZE = 4096
-# A feedback item's reason or evidence recurs from one request to the next; a
-# long text is mostly a one-off message, and is not worth keeping.
-TEXT_CACHE_MAX_CHARS = 500
-
-
-@functools.lru_cache(maxsize=NORMALIZED_CACHE_SIZE)
-def _normalized(values: tuple[str, ...]) -> tuple[str, ...]:
-    """Normalized as a lesson's keys store them: cut to ``SYMPTOM_MAX_CHARS``
-    (compatibility folding can make a short tag long), so a context's value
-    and a lesson's stored key compare alike in SQL and in Python."""
-    seen: dict[str, None] = {}
-    for value in values:
-        norm = normalize(value)[:SYMPTOM_MAX_CHARS]
-        if norm:
-            seen.setdefault(norm, None)
-    return tuple(seen)
-
-
-@functools.lru_cache(maxsize=NORMALIZED_CACHE_SIZE)
-def _keyset(stored: str | None) -> frozenset[str]:
-    """A lesson's normalized tags or symptoms, from the JSON text stored."""
-    return frozenset(_normalized(tuple(json.loads(stored) or ()))) if stored else frozenset()
-
-
-def normalize_list(values) -> tuple[str, ...]:
-    """Normalized, de-duplicated, in first-seen order: ``|ctx.tags|`` counts distinct tags."""
-    return _normalized(tuple(values or ()))
-
-
-def _piece(text: str) -> tuple[frozenset[str], str]:
-    """A text's tokens (where a symptom's anchor must occur) and its
-    word-edge-marked form (where the phrase itself must occur)."""
-    norm = normalize(text)
-    return frozenset(text_tokens(norm)), marked(norm)
-
-
-_cached_piece = functools.lru_cache(maxsize=NORMALIZED_CACHE_SIZE)(_piece)
-
-
 # --- the one statement -------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class _Query:
-    """What the statement looks for: explicit symptoms, or a marked text."""
-
-    course_ids: object
-    tags: tuple[str, ...]
-    symptoms: tuple[str, ...] | None  # explicit (the preview); None: from the text
-    anchors: tuple[str, ...] = ()
-    haystack: str = ""  # the texts, marked (lessons.text.marked), one per line
 
 
 # What the statement looks for, as far as its SQL goes.
@@ -205,7 +113,7 @@ class _Shape:
     with_counts: bool
     in_session: bool = False  # each lesson row tells whether this session already used it
     # Tags alone reach the floor only with two or more shared: candidates by tag
-    # pairs (and any symptom match), see ``_tag_reach``.
+    # pairs (and any symptom match), see ``tag_reach``.
     by_pairs: bool = False
     # A stored trace's filtered lessons: the first this many of the scope by id (0: none).
     filtered_lines: int = 0
@@ -215,7 +123,7 @@ class _Shape:
         """Whether the phrases a text holds come back as rows of the statement.
         Otherwise the statement loads every lesson of the scope with such a
         phrase (tag pairs, or every lesson), and they are found from the rows
-        (``_found_phrases``)."""
+        (``found_phrases``)."""
         return self.looks_for == _TEXT and not (self.by_pairs or self.every_lesson)
 
 
@@ -241,20 +149,8 @@ _KINDS = {
 PAIR_TAGS_MAX = 12
 
 
-def _tag_reach(tag_weight: float, threshold: float) -> int:
-    """How many shared tags make a lesson's tag part alone reach ``threshold``."""
-    if tag_weight <= 0:
-        return 0
-    need = max(1, math.ceil(threshold / tag_weight))
-    while need > 1 and (need - 1) * tag_weight >= threshold:
-        need -= 1
-    while need * tag_weight < threshold:
-        need += 1
-    return need
-
-
 def _bind(
-    query: _Query, params: RecallParams, today: date, with_counts: bool, session_id=None
+    query: RecallQuery, params: RecallParams, today: date, with_counts: bool, session_id=None
 ) -> tuple[_Shape, dict] | None:
     """The shape of the statement for ``query`` and the values it runs with;
     None when there is nothing to read."""
@@ -273,7 +169,7 @@ def _bind(
     values: dict = {"course_ids": list(query.course_ids) if scoped else []}
     by_pairs = False
     if not every_lesson and looks_for != _NOTHING and 1 < len(query.tags) <= PAIR_TAGS_MAX:
-        need = _tag_reach(params.w_tag / len(query.tags), params.reach - _SQL_SLACK)
+        need = tag_reach(params.w_tag / len(query.tags), params.reach - SQL_SLACK)
         # Two or more shared tags needed, and the context has that many.
         by_pairs = 2 <= need <= len(query.tags)
     if by_pairs:
@@ -286,7 +182,7 @@ def _bind(
     elif not every_lesson and looks_for != _NOTHING:
         values["tags"] = list(query.tags)
         values["tag_weight"] = params.w_tag / len(query.tags) if query.tags else 0.0
-        values["threshold"] = params.reach - _SQL_SLACK
+        values["threshold"] = params.reach - SQL_SLACK
         if looks_for == _SYMPTOMS:
             symptoms = query.symptoms or ()
             values["symptoms"] = list(symptoms)
@@ -309,7 +205,7 @@ def _bind(
 def _in_text(values: dict) -> Q:
     """Symptom keys whose phrase occurs in the texts: the anchor (an indexed
     lookup) narrows them, the marked substring test decides -- in SQL,
-    exactly as ``lessons.text.phrase_in`` (and ``_found_phrases``). The keys
+    exactly as ``lessons.text.phrase_in`` (and ``found_phrases``). The keys
     need ``at`` (``_keys_in_text``)."""
     return Q(kind=LessonKey.Kind.SYMPTOM, anchor__in=values["anchors"], at__gt=0)
 
@@ -472,7 +368,7 @@ def _recall_queryset(shape: _Shape, **values) -> QuerySet:
     in the texts (``_Shape.phrases_in_sql``; in the ``title`` column); with
     ``with_counts``, one row of stage counts over the whole scope -- one
     snapshot for all."""
-    scope = _scope(values["course_ids"] if shape.scoped else None)
+    scope = lessons_scope(values["course_ids"] if shape.scoped else None)
     tail = _NULL_COUNTS if shape.with_counts else ()
     known = _found_keys(scope, values) if shape.phrases_in_sql else None
     parts = []
@@ -491,7 +387,7 @@ def _recall_queryset(shape: _Shape, **values) -> QuerySet:
         used = (Exists(LessonHit.objects.filter(lesson_id=OuterRef("id"), session_id=values["session_id"])),)
         typed_unused = (Cast(Value(None), output_field=BooleanField()),)
         unused = (Value(None, output_field=BooleanField()),)
-    parts = [p.order_by().values_list(Value(_LESSON), *_ROW_COLUMNS, *used, *tail) for p in parts]
+    parts = [p.order_by().values_list(Value(_LESSON), *ROW_COLUMNS, *used, *tail) for p in parts]
     if known is not None:
         phrase_row = (_TYPED_NULL_ROW[0], "value", *_TYPED_NULL_ROW[2:], *typed_unused)
         parts.append(known.values_list(Value(_PHRASE), *phrase_row, *tail).distinct())
@@ -505,7 +401,7 @@ def _recall_queryset(shape: _Shape, **values) -> QuerySet:
 
 
 def _statement(
-    query: _Query, params: RecallParams, today: date, with_counts: bool, session_id=None
+    query: RecallQuery, params: RecallParams, today: date, with_counts: bool, session_id=None
 ) -> QuerySet | None:
     """The statement for ``query`` as an ORM queryset; None when there is nothing to read."""
     bound = _bind(query, params, today, with_counts, session_id)
@@ -547,7 +443,7 @@ def _run(bound: tuple[_Shape, dict] | None) -> list[tuple]:
 
 
 def _statement_rows(
-    query: _Query, params: RecallParams, today: date, with_counts: bool, session_id=None
+    query: RecallQuery, params: RecallParams, today: date, with_counts: bool, session_id=None
 ) -> list[tuple]:
     """The rows of ``_statement``, run as its prepared SQL."""
     return _run(_bind(query, params, today, with_counts, session_id))
@@ -580,71 +476,6 @@ def recalled_now(session_id, lesson_ids) -> dict:
     return {row["id"]: RecalledNow(row["status"], row["review_by"], bool(row["used"])) for row in rows}
 
 
-def _row(values: tuple, tz) -> LessonRow:
-    lesson_id, title, body, tags, symptoms, status = values[:6]
-    review_by, tokens, last_hit, injected_at, course_id = values[6:]
-    return LessonRow(
-        id=lesson_id,
-        title=title,
-        body=body,
-        tags=_keyset(tags),
-        symptoms=_keyset(symptoms),
-        status=status,
-        review_by=review_by,
-        tokens=tokens,
-        last_hit=last_hit,
-        injected_on=timezone.localtime(injected_at, tz).date() if injected_at else None,
-        course_id=course_id,
-    )
-
-
-def _recall_query(course_ids, tags, symptoms, texts: list[str] | None) -> _Query:
-    ctx_tags = normalize_list(tags)
-    if texts is None:
-        return _Query(course_ids=course_ids, tags=ctx_tags, symptoms=normalize_list(symptoms))
-    anchors: set[str] = set()
-    haystack = []
-    # Feedback items repeat one evidence text per criterion: each text counts once.
-    for text in dict.fromkeys(texts):
-        if not text:
-            continue
-        tokens, mark = (_cached_piece if len(text) <= TEXT_CACHE_MAX_CHARS else _piece)(text)
-        anchors |= tokens
-        haystack.append(mark)
-    return _Query(
-        course_ids=course_ids,
-        tags=ctx_tags,
-        symptoms=None,
-        anchors=tuple(sorted(anchors)),
-        haystack="\n".join(haystack),
-    )
-
-
-@functools.lru_cache(maxsize=NORMALIZED_CACHE_SIZE)
-def _probe(phrase: str) -> tuple[str, str]:
-    """A normalized symptom's anchor and marked form, as its key stores them
-    (``lessons.services.store.lesson_keys``)."""
-    return symptom_anchor(phrase), marked(phrase)
-
-
-def _found_phrases(rows: list[LessonRow], query: _Query) -> tuple[str, ...]:
-    """The symptom phrases of the injected lessons among ``rows`` that occur
-    in the query's texts, sorted: the same test as the statement's
-    (``_in_text``: the anchor among the texts' tokens, the marked phrase in
-    the marked texts), on the same rows. Exact for the shapes that load
-    every lesson of the scope with such a phrase (not ``phrases_in_sql``)."""
-    anchors = frozenset(query.anchors)
-    found = set()
-    for row in rows:
-        if row.status != LessonStatus.INJECTED:
-            continue
-        for phrase in row.symptoms:
-            anchor, mark = _probe(phrase)
-            if anchor in anchors and mark in query.haystack:
-                found.add(phrase)
-    return tuple(sorted(found))
-
-
 def lessons_recall(
     *,
     course_ids,
@@ -659,65 +490,20 @@ def lessons_recall(
 ) -> RecallResult:
     """Recall for a context (SPEC §6), in at most ONE query whatever the library size (SPEC §10).
 
-    Give ``symptoms`` (the preview) or ``texts`` (the tutor: ctx.symptoms are
-    then the symptom phrases of injected lessons found, case-insensitively,
-    in the texts). Without ``with_counts`` the scope's stage counts are left
-    out (a context preview needs none; a real send, when it runs this
-    statement, reads them in it for its stored trace), so the statement touches only index
-    entries of matching keys. Without ``lines`` the trace's lines are not
-    written (the decisions are the same): a context preview shows none.
-    With ``session_id`` (a real send) the result also knows which of the
-    lessons it read that session has already used (``used_in_session``), so
-    the send counts only the new uses without reading them back.
-
-    Why it is cheap: a lesson whose tag and symptom parts stay below
-    ``floor − W_DECAY`` (0.2 with the seed's numbers) cannot reach the floor,
-    since its decay part is at most W_DECAY -- it can only be cut by the
-    floor (or filtered). So the statement loads only the lessons that can
-    reach it, found through ``LessonKey`` (normalized tags and symptoms,
-    indexed on both SQLite and PostgreSQL): the matching keys grouped by
-    lesson, HAVING their tag/symptom part ≥ floor − W_DECAY (the key index is
-    covering, and the lessons are then read by primary key). When one shared
-    tag cannot reach that alone (three or more context tags with the seed's
-    numbers), the statement matches tag *pairs* instead: a lesson is loaded
-    when it shares enough pairs to reach it by tags, or matches any symptom
-    (``_candidate_ids_by_pairs``), so the many lessons that share only a
-    common tag such as ``week-1`` are never read. Every other
-    lesson of the scope is only counted, per stage (active / expired / other
-    status): one aggregate row UNION ALL'ed to the candidate rows when
-    ``with_counts`` -- index-only counts over ``lesson_scope_status_idx``,
-    the one part that grows with the library, hence left out of previews
-    (a real send reads them from the snapshots: ``lessons.library``, which
-    runs this statement only inside a transaction that changed the scope).
-    The trace therefore
-    lists the lessons that could reach the floor and, with the counts, the
-    scope's first ``max_lines`` filtered lessons by id (a part of the same
-    statement: SPEC §6, each filtered lesson leaves its line), and counts the
-    others under their decision (SPEC §6: "the first 200 lines in rank order
-    and counts per decision for the rest"). Scoring, ranking and the brakes then run in
-    Python over the few candidates (``lessons.recall``), exactly as the seed
-    does. When the floor is at or below W_DECAY every lesson can reach it,
-    and all are loaded.
-
-    From a text, a phrase is found in SQL: its anchor token (an indexed
-    lookup among the text's tokens) narrows the keys, and a substring test on
-    word-edge-marked text (``lessons.text.marked``) decides. The found
-    phrases -- ctx.symptoms, whose number weighs every symptom match -- come
-    back in the same statement; or, where it loads every lesson with such a
-    phrase anyway (by tag pairs, or every lesson), they are found on the
-    loaded rows by the same test in Python (``_found_phrases``), and the
-    texts are searched once.
-
-    The statement runs as SQL compiled once per process from its queryset
-    (``tutor.db.prepared``; one per shape, see ``_Shape``), and what it
-    normalizes is cached: neither the ORM nor the text rules redo per
-    request what depends only on the task or the library.
+    ``symptoms`` (a preview) or ``texts`` (the tutor: ctx.symptoms are the
+    phrases of injected lessons found in them); ``with_counts`` adds the
+    scope's stage counts (a stored trace), ``lines`` the trace's lines, and
+    ``session_id`` which of the lessons read that session already used.
+    Only the lessons that can reach the floor are read (through ``LessonKey``),
+    with a stored trace's first filtered lessons and the stage counts; the
+    rule runs in Python (``lessons.recall``). Details: docs/architecture.md,
+    The lesson recall statement.
     """
     params = params or RecallParams.from_settings()
     today = today or timezone.localdate()
-    query = _recall_query(course_ids, tags, symptoms, texts)
+    query = recall_query(course_ids, tags, symptoms, texts)
     rows, found, totals, used = [], [], None, set()
-    width = 1 + len(_ROW_FIELDS)
+    width = 1 + len(ROW_FIELDS)
     bound = _bind(query, params, today, with_counts, session_id)
     in_session = bound is not None and bound[0].in_session
     counts_at = width + in_session
@@ -728,7 +514,7 @@ def lessons_recall(
             if values[1] in read:  # a filtered lesson among the candidates too
                 continue
             read.add(values[1])
-            rows.append(_row(values[1:width], tz))
+            rows.append(lesson_row(values[1:width], tz))
             if in_session and values[width]:
                 used.add(values[1])
         elif values[0] == _PHRASE:
@@ -740,75 +526,8 @@ def lessons_recall(
     elif bound is not None and bound[0].phrases_in_sql:
         symptoms_found = tuple(sorted(found))
     else:
-        symptoms_found = _found_phrases(rows, query)
+        symptoms_found = found_phrases(rows, query)
     ctx = RecallContext(tags=query.tags, symptoms=symptoms_found, today=today)
     result = recall(rows, totals, ctx, params, lines=lines)
     result.used_in_session = frozenset(used)
     return result
-
-
-# --- lists for staff ---------------------------------------------------------------------
-
-
-def visible_lessons(user) -> QuerySet[Lesson]:
-    """Lessons staff may read: their courses' and the global ones."""
-    qs = Lesson.objects.select_related("course")
-    if user.is_superuser:
-        return qs
-    return qs.filter(Q(course__isnull=True) | Q(course_id__in=access.staff_course_ids(user)))
-
-
-def visible_traces(user) -> QuerySet[RecallTrace]:
-    qs = RecallTrace.objects.select_related("course", "student", "task")
-    if user.is_superuser:
-        return qs
-    return qs.filter(course_id__in=access.staff_course_ids(user))
-
-
-def visible_skill_candidates(user) -> QuerySet[SkillCandidate]:
-    qs = SkillCandidate.objects.select_related("lesson", "lesson__course")
-    if user.is_superuser:
-        return qs
-    return qs.filter(Q(lesson__course__isnull=True) | Q(lesson__course_id__in=access.staff_course_ids(user)))
-
-
-def lessons_past_review(*, today: date | None = None, course_ids=None) -> QuerySet[Lesson]:
-    """Lessons whose ``review_by`` has passed while they are, or could again
-    be, in use (approved, injected, quarantined): recall filters them out
-    (``filtered_expired``) until staff act. Listed, never re-injected."""
-    today = today or timezone.localdate()
-    qs = Lesson.objects.filter(
-        review_by__lt=today,
-        status__in=[LessonStatus.APPROVED, LessonStatus.INJECTED, LessonStatus.QUARANTINED],
-    ).select_related("course")
-    if course_ids is not None:
-        qs = qs.filter(course_id__in=list(course_ids))
-    return qs.order_by("review_by", "id")
-
-
-def similar_lessons(lesson: Lesson, *, threshold: float = 0.5, limit: int = 5) -> list[tuple[Lesson, float]]:
-    """Other lessons of the same scope whose text overlaps ``lesson``'s
-    (token Jaccard ≥ ``threshold``), most similar first: what a reviewer
-    checks before approving a draft (SPEC §8)."""
-    mine = set(lesson.shingles)
-    if not mine:
-        return []
-    low, high = int(len(mine) * threshold), int(len(mine) / threshold) + 1
-    scope = Q(course__isnull=True) | Q(course_id=lesson.course_id) if lesson.course_id else Q()
-    others = (
-        Lesson.objects.filter(scope, shingle_count__gte=low, shingle_count__lte=high)
-        .exclude(pk=lesson.pk)
-        .only("id", "title", "status", "shingles", "course_id")
-    )
-    found = [(other, jaccard(mine, other.shingles)) for other in others]
-    found = [pair for pair in found if pair[1] >= threshold]
-    found.sort(key=lambda pair: (-pair[1], str(pair[0].pk)))
-    return found[:limit]
-
-
-def lesson_recalled_for(*, lesson_id, student_id, task_id) -> bool:
-    """Whether a stored recall trace shows ``lesson`` recalled into a tutor
-    request of this student and task, at any time (SPEC §6 deltas)."""
-    return RecalledLesson.objects.filter(
-        lesson_id=lesson_id, trace__student_id=student_id, trace__task_id=task_id
-    ).exists()
