@@ -10,10 +10,10 @@ class LessonsConfig(AppConfig):
 
         from feedback.signals import attempt_finished
         from lessons.desk import QUEUES
-        from lessons.library import LESSONS_SCOPE, OTHER_LESSONS_SCOPE
         from lessons.models import Lesson
         from lessons.providers import LessonsSection
         from lessons.receivers import capture_on_attempt_finished, lesson_saved_or_deleted
+        from lessons.selectors.library import LESSONS_SCOPE, OTHER_LESSONS_SCOPE
         from tutor.context.providers import register
         from tutor.db.snapshots import register_request_scope
         from tutor.desk.queues import register as register_queue

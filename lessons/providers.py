@@ -11,8 +11,8 @@ recalled lessons only; the trace -- with the titles of lessons not recalled
 
 from __future__ import annotations
 
-from lessons.library import lessons_preview_recall, lessons_send_recall
 from lessons.recall import recalled_item
+from lessons.selectors.library import lessons_preview_recall, lessons_send_recall
 from lessons.services.usage import recall_effects
 from lessons.text import render_lesson
 from tutor.context.budgets import budget
@@ -58,7 +58,7 @@ class LessonsSection(SectionProvider):
     def build(self, request: ContextRequest) -> Section:
         # At most one query once this process holds the scope's snapshots
         # (SPEC §10; a snapshot's first load is one more). Both recall from
-        # the snapshots (``lessons.library``: the request's first query reads
+        # the snapshots (``lessons.selectors.library``: the request's first query reads
         # their versions). A preview writes no trace line; a real send also
         # lists and counts the scope's other lessons for the trace
         # ``send_effects`` reports, and reads the recalled lessons as committed

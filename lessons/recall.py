@@ -1,6 +1,6 @@
 """Recall as seed 003 runs it (SPEC §6): filter → score → three brakes, each
 decision a trace line. Pure functions over loaded rows: a process's snapshots
-of the scope (``lessons.library``) or the rows of the recall statement
+of the scope (``lessons.selectors.library``) or the rows of the recall statement
 (``lessons.selectors.statement.lessons_recall``).
 
 1. Filter: a lesson must be ``injected`` and not past ``review_by``. A

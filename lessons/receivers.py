@@ -19,12 +19,12 @@ def capture_on_attempt_finished(sender, *, attempt_id, status, **kwargs) -> None
 
 def lesson_saved_or_deleted(sender, *, instance, created=False, **kwargs) -> None:
     """A lesson saved (edited in the admin, created injected by an import) or
-    deleted changes its scope's snapshots (``lessons.library``); a draft
+    deleted changes its scope's snapshots (``lessons.selectors.library``); a draft
     created or deleted changes only the snapshot of the lessons outside
     ``injected``. The services' UPDATEs of a lesson's status or last hit say
     so themselves."""
-    from lessons.library import lessons_changed
     from lessons.models import LessonStatus
+    from lessons.selectors.library import lessons_changed
 
     if (created or kwargs.get("signal") is post_delete) and instance.status != LessonStatus.INJECTED:
         lessons_changed(instance.course_id, injected=False, rows=[instance.pk])

@@ -9,7 +9,6 @@ from django.db.models import Q
 from rest_framework import serializers
 
 from feedback.models import ReviewAttempt, Submission
-from lessons.library import lessons_changed
 from lessons.models import (
     DeltaBump,
     Lesson,
@@ -19,6 +18,7 @@ from lessons.models import (
     RecallTrace,
     SkillCandidate,
 )
+from lessons.selectors.library import lessons_changed
 from lessons.services.capture import BODY_EVIDENCE_CHARS, draft_symptoms
 from lessons.services.store import lesson_keys
 from lessons.text import estimate_tokens, render_lesson, shingles

@@ -2,7 +2,7 @@
 columns recall reads and their row (``lesson_row``), a request's scope, the
 context's normalized tags and marked texts (``recall_query``), and the
 symptom test. The statement (``lessons.selectors.statement``) and the
-snapshots (``lessons.library``) hand ``lessons.recall`` rows made here, so
+snapshots (``lessons.selectors.library``) hand ``lessons.recall`` rows made here, so
 the rule has one reading of a lesson.
 """
 

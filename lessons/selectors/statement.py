@@ -2,7 +2,7 @@
 the phrases a text holds, a stored trace's first filtered lessons and the
 stage counts, in ONE SQL statement whatever the library's size, compiled
 once per shape and process (``tutor.db.prepared``). It hands the rows to
-``lessons.recall``; the snapshots (``lessons.library``) are its twin.
+``lessons.recall``; the snapshots (``lessons.selectors.library``) are its twin.
 Details: docs/architecture.md, The lesson recall statement.
 """
 

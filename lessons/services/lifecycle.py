@@ -14,8 +14,8 @@ from django.db.models import F
 from django.utils import timezone
 
 from lessons.access import ensure_can_manage
-from lessons.library import lessons_changed
 from lessons.models import DeltaBump, Lesson, LessonKind, LessonSource, LessonStatus, RejectReason
+from lessons.selectors.library import lessons_changed
 from lessons.services.store import lesson_insert
 from tutor.audit import audit_record
 from tutor.kernel.conf import optional_setting

@@ -17,8 +17,8 @@ from django.db import IntegrityError, transaction
 from django.db.models import Max
 
 from lessons.access import ensure_can_manage
-from lessons.library import lessons_changed
 from lessons.models import Lesson, LessonKey, LessonRevision, LessonStatus
+from lessons.selectors.library import lessons_changed
 from lessons.services.lifecycle import IllegalTransition
 from lessons.services.store import lesson_keys, redact_lesson
 from lessons.text import estimate_tokens, render_lesson, shingles

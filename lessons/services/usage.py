@@ -11,9 +11,9 @@ from django.db.models import F
 from django.utils import timezone
 
 from lessons.access import ensure_can_manage
-from lessons.library import lessons_changed
 from lessons.models import Lesson, LessonHit, RecalledLesson, RecallTrace, SkillCandidate
 from lessons.recall import RecallResult
+from lessons.selectors.library import lessons_changed
 from tutor.audit import audit_record
 from tutor.context.providers import SendEffects
 from tutor.kernel.conf import optional_setting

@@ -329,3 +329,39 @@ def test_a_fact_change_is_applied_to_the_snapshot_as_a_new_load_would_read_it(se
     assert "Materials rule 2" not in statements(task_context(client, task, "materials charlie"))  # superseded
     assert "A new material" in statements(task_context(client, task, "materials new"))
     assert loads == []
+
+
+@pytest.mark.parametrize("volume", [1, 400])
+def test_after_a_change_a_context_costs_the_same_queries_at_any_volume(setting_up, monkeypatch, volume):
+    """A fact accepted and a lesson approved: the next context reads the
+    change log and the changed rows of each snapshot -- never a load, the
+    one query whose rows grow with the course's facts and lessons."""
+    from corrections.course_snapshot import COURSE_FACTS
+    from corrections.services.facts import fact_verify
+    from lessons.models import LessonStatus
+    from lessons.selectors.library import LIBRARIES, lessons_changed
+    from lessons.services.lifecycle import lesson_approve_and_use
+    from tests.lessons.conftest import bulk_lessons, make_lesson
+
+    course, task, client, staff = setting_up
+    bulk_facts(course, [(["materials", f"topic{i}"], f"Materials fact {i}") for i in range(volume)])
+    (proposed,) = bulk_facts(course, [(["glossary", "materials"], "The glossary")], status="proposed")
+    bulk_lessons(course, volume, tags=["javascript"])
+    lessons_changed(course.pk)  # bulk_create sends no signal
+    draft = make_lesson(course=course, tags=["javascript", "docs"], status=LessonStatus.PENDING)
+    task_context(client, task, QUESTION)
+    with CaptureQueriesContext(connection) as warm:
+        task_context(client, task, QUESTION)
+
+    fact_verify(fact=proposed, staff=staff, reason="checked")
+    lesson_approve_and_use(lesson=draft, actor=staff)
+    for store in (COURSE_FACTS, LIBRARIES):
+        monkeypatch.setattr(store, "load", lambda argument: pytest.fail("a whole snapshot was loaded"))
+    with CaptureQueriesContext(connection) as after:
+        preview = task_context(client, task, "glossary materials")
+
+    # Per snapshot: its change log (1) and its changed rows -- the lessons (1),
+    # the facts, their overlaps and the course's few process rules (3).
+    assert len(after) == len(warm) + 2 + 4
+    assert "The glossary" in statements(preview)
+    assert str(draft.pk) in [item["id"] for item in preview["lessons"]["recalled"]]

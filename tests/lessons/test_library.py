@@ -1,5 +1,5 @@
 """The context preview and a real send recall from each process's snapshots
-of the scope's lessons (SPEC §6, §10; ``lessons.library``,
+of the scope's lessons (SPEC §6, §10; ``lessons.selectors.library``,
 ``tutor.db.snapshots``): the same decisions -- and for a send the same trace
 lines and counts -- as the recall statement, one query for the scopes'
 versions, and every change seen -- by the writing process at once, by the
@@ -16,7 +16,10 @@ from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from lessons.library import (
+from lessons.models import Lesson, LessonHit, LessonStatus, RecallTrace
+from lessons.recall import RecallParams
+from lessons.selectors import lessons_recall, recalled_now
+from lessons.selectors.library import (
     LIBRARIES,
     lessons_changed,
     lessons_scope_keys,
@@ -25,9 +28,6 @@ from lessons.library import (
     other_library_load,
     scope_totals,
 )
-from lessons.models import Lesson, LessonHit, LessonStatus, RecallTrace
-from lessons.recall import RecallParams
-from lessons.selectors import lessons_recall, recalled_now
 from tests.concurrency import concurrent_writers, interleave
 from tests.factories import client_for, enroll, make_course, make_task
 from tests.lessons.conftest import lesson_id, make_lesson
@@ -666,7 +666,7 @@ def test_lesson_changes_are_applied_to_both_snapshots_as_a_new_load_would_read_t
     """Approved and used, quarantined, retired, deleted, edited, hit on a new
     day, a new global lesson: each snapshot applies those rows alone and
     holds what a load reads."""
-    from lessons.library import OTHER_LIBRARIES, other_lessons_scope_keys
+    from lessons.selectors.library import OTHER_LIBRARIES, other_lessons_scope_keys
     from lessons.services.lifecycle import lesson_approve_and_use, lesson_quarantine, lesson_retire
     from lessons.services.revisions import lesson_edit
     from tests.factories import make_user

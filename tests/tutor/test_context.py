@@ -761,7 +761,7 @@ def warm_send_snapshots(course_id) -> None:
     """This process's snapshot of the scope's lessons outside ``injected``,
     which a send's trace reads and a preview never does (as after an earlier
     send): with a preview before it, a send reads every snapshot warm."""
-    from lessons.library import OTHER_LIBRARIES, other_lessons_scope_keys
+    from lessons.selectors.library import OTHER_LIBRARIES, other_lessons_scope_keys
 
     OTHER_LIBRARIES.get(other_lessons_scope_keys(course_id), course_id)
 

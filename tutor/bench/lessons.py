@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING
 from django.db import connection, transaction
 from django.utils import timezone
 
-from lessons.library import lessons_changed
 from lessons.models import Lesson, LessonKey, LessonKind, LessonSource, LessonStatus
+from lessons.selectors.library import lessons_changed
 from lessons.services.store import lesson_keys
 from lessons.text import estimate_tokens, render_lesson
 from tutor.models import Course

@@ -16,9 +16,9 @@ def recall_figure(student, task: Task, lessons: int, write: Callable[[str], None
     under 5 ms with 10k lessons): from the process's snapshot, as every
     warm request recalls, and by its statement, as a request inside a
     transaction that changed the course's lessons does."""
-    from lessons.library import lessons_preview_recall
     from lessons.providers import symptom_texts
     from lessons.selectors import lessons_recall
+    from lessons.selectors.library import lessons_preview_recall
     from tutor.chat.assembler import assemble_context
     from tutor.chat.selectors import student_task_and_open_session
 
