@@ -83,13 +83,14 @@ def recall_uses_count(*, result: RecallResult, trace: RecallTrace, session_id, n
     counted = LessonHit.objects.filter(trace=trace).values("lesson_id")
     today = result.context.today
     Lesson.objects.filter(pk__in=counted).update(hit_count=F("hit_count") + 1, last_hit=today)
-    stale = {s.row.course_id for s in result.recalled if s.row.id in new and s.row.last_hit != today}
-    if stale:
-        # A lesson's decay part counts from its last hit (SPEC §6): the
-        # snapshots are stale once a day per lesson, not on every hit --
-        # every course's when the lesson is a global one. Only injected
-        # lessons are hit.
-        lessons_changed(*stale, other=False, rows=[s.row.id for s in result.recalled if s.row.id in new])
+    first_today = [s.row for s in result.recalled if s.row.id in new and s.row.last_hit != today]
+    if first_today:
+        # A lesson's decay part counts from its last hit (SPEC §6): its row in
+        # the snapshots changes once a day, not on every hit, and each process
+        # applies that row alone -- every course's snapshot for a global
+        # lesson. Only injected lessons are hit.
+        courses = {row.course_id for row in first_today}
+        lessons_changed(*courses, other=False, rows=[row.id for row in first_today])
     promoted = Lesson.objects.filter(
         pk__in=counted, hit_count__gte=promote_hits(), skill_candidate__isnull=True
     ).values_list("pk", "hit_count")
