@@ -363,6 +363,21 @@ def _stage_counts(course_ids, today: date) -> QuerySet:
     )
 
 
+def _filtered(course_ids, today: date) -> QuerySet:
+    """The ids of the scope's filtered lessons, by id: as ``_stage_counts``,
+    ranges of ``lesson_scope_status_idx`` -- another status on either side of
+    ``injected``, or injected and past review -- per part of the scope, so
+    only the filtered lessons' entries are visited, never every lesson."""
+    if course_ids is None:
+        parts = [Q()]
+    else:
+        parts = [Q(course__isnull=True)] + ([Q(course_id__in=list(course_ids))] if course_ids else [])
+    injected = LessonStatus.INJECTED
+    stages = [Q(status__lt=injected), Q(status__gt=injected), Q(status=injected, review_by__lt=today)]
+    ranges = functools.reduce(Q.__or__, (part & stage for part in parts for stage in stages))
+    return Lesson.objects.filter(ranges).order_by("id").values("id")
+
+
 def _recall_queryset(shape: _Shape, **values) -> QuerySet:
     """ONE statement, UNION ALL of: the candidate lessons; the phrases found
     in the texts (``_Shape.phrases_in_sql``; in the ``title`` column); with
@@ -379,8 +394,7 @@ def _recall_queryset(shape: _Shape, **values) -> QuerySet:
         parts.append(Lesson.objects.filter(InSubquery(F("id"), _candidate_ids(shape, scope, values, known))))
     if shape.filtered_lines:
         # A stored trace lists its filtered lessons by id (SPEC §6): the first of them are read.
-        filtered = Q(review_by__lt=values["today"]) | ~Q(status=LessonStatus.INJECTED)
-        first = Lesson.objects.filter(scope).filter(filtered).order_by("id").values("id")
+        first = _filtered(values["course_ids"] if shape.scoped else None, values["today"])
         parts.append(Lesson.objects.filter(InSubquery(F("id"), first[: shape.filtered_lines])))
     used, typed_unused, unused = (), (), ()
     if shape.in_session:
