@@ -128,7 +128,9 @@ def first_filtered(library: Library, others: Library, today: date, limit: int) -
     """The scope's first ``limit`` filtered lessons by id (SPEC §6: each
     leaves a trace line): of another status, or injected and past review."""
     expired = sorted(library.by_review[: _expired_count(library, today)], key=_rank_order)
-    return sorted((*others.by_rank[:limit], *expired[:limit]), key=_rank_order)[:limit]
+    # By id: a lesson that moved between the two snapshots' catch-ups is listed once.
+    rows = {row.id_text: row for row in (*others.by_rank[:limit], *expired[:limit])}
+    return sorted(rows.values(), key=_rank_order)[:limit]
 
 
 def _library(values) -> Library:

@@ -209,11 +209,11 @@ CONFLICT_DETECTION_QUERIES = sum(
 
 def conflict_post_queries(snapshot_path: str) -> int:
     """With the detection's writes committed, the user's memory gets a new
-    version after the commit (tutor.db.snapshots): two statements more (its
-    change log row, its version). Inside the test's transaction the seeded
-    memory's version is still pending, and the detection's change is
-    published with it."""
-    published = 2 if snapshot_path == "committed" else 0
+    version after the commit (tutor.db.snapshots): its version and change log
+    row, in a transaction of their own (here a savepoint: four statements).
+    Inside the test's transaction the seeded memory's version is still
+    pending, and the detection's change is published with it."""
+    published = 4 if snapshot_path == "committed" else 0
     turn = query_budget("message", snapshot_path, changed=SEEDED) - DETECTION_QUERIES + OUTBOX_ROW_QUERIES
     return turn + CONFLICT_DETECTION_QUERIES + published
 

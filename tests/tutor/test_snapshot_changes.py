@@ -97,8 +97,9 @@ def test_a_pruned_log_loads_the_scope_again(store, django_capture_on_commit_call
     publish(django_capture_on_commit_callbacks, "test:course", rows=["a"])
     store.get(KEYS, "c")
     publish(django_capture_on_commit_callbacks, "test:course", rows=["b"])
+    publish(django_capture_on_commit_callbacks, "test:course", rows=["c"])
     settings.TUTOR_SNAPSHOT_RELOAD_AGE = -3600  # every row is past the horizon
-    assert changes_prune() == 2
+    assert changes_prune() == 2  # "a" (the snapshot's version) and "b"; "c" is the newest
     settings.TUTOR_SNAPSHOT_RELOAD_AGE = 3600
 
     store.get(KEYS, "c")
@@ -138,3 +139,19 @@ def test_a_store_without_apply_loads_on_every_change(django_capture_on_commit_ca
         assert plain.get(KEYS, "c") == 2
     finally:
         snapshots._STORES.remove(plain)
+
+
+@pytest.mark.django_db
+def test_pruning_keeps_each_scopes_newest_row_where_its_readers_catch_up_from(
+    store, django_capture_on_commit_callbacks, settings
+):
+    publish(django_capture_on_commit_callbacks, "test:course", rows=["a"])
+    publish(django_capture_on_commit_callbacks, "test:course", rows=["b"])
+    store.get(KEYS, "c")
+    settings.TUTOR_SNAPSHOT_RELOAD_AGE = -3600  # every row is past the horizon
+    assert changes_prune() == 1  # "a": "b" is the quiet scope's current version
+    settings.TUTOR_SNAPSHOT_RELOAD_AGE = 3600
+    publish(django_capture_on_commit_callbacks, "test:course", rows=["c"])
+
+    assert store.get(KEYS, "c") == {"c"}
+    assert store.calls == ["load", ("apply", frozenset({"c"}))]

@@ -22,7 +22,7 @@ from datetime import timedelta
 from typing import Any
 
 from django.db import DEFAULT_DB_ALIAS, DatabaseError, connections, transaction
-from django.db.models import Q, Subquery
+from django.db.models import Max, Q, Subquery
 from django.utils import timezone
 
 from tutor.db.prepared import PreparedQuery
@@ -231,15 +231,18 @@ def versions_publish(keys: tuple[str, ...], using: str, rows: dict | None = None
                 changed = None
             changed = None if changed is None else sorted(changed)
             changes.append(ScopeChange(key=key, version=version, rows=changed, changed_at=now))
-        # The log first: a version without its log row makes readers load the
-        # scope again (safe); a log row whose version failed is never read.
-        ScopeChange.objects.using(using).bulk_create(changes)
-        ScopeVersion.objects.using(using).bulk_create(
-            [ScopeVersion(key=key, version=version, changed_at=now) for key, version in versions.items()],
-            update_conflicts=True,
-            unique_fields=["key"],
-            update_fields=["version", "changed_at"],
-        )
+        # One short transaction, the versions first: their rows' locks (keys in
+        # order) make each scope's log ids follow the commit order, which a
+        # reader catching up relies on (a sequence hands ids out at insert, so
+        # two publications in autocommit could commit out of id order).
+        with transaction.atomic(using=using):
+            ScopeVersion.objects.using(using).bulk_create(
+                [ScopeVersion(key=key, version=version, changed_at=now) for key, version in versions.items()],
+                update_conflicts=True,
+                unique_fields=["key"],
+                update_fields=["version", "changed_at"],
+            )
+            ScopeChange.objects.using(using).bulk_create(changes)
     except DatabaseError:
         logger.exception(
             "the new versions of %s were not written: other processes reload at their maximum age", keys
@@ -253,9 +256,12 @@ def versions_publish(keys: tuple[str, ...], using: str, rows: dict | None = None
 
 def changes_prune(using: str = DEFAULT_DB_ALIAS) -> int:
     """Drop the change log older than any snapshot can be (hourly, with the
-    database upkeep); returns the rows deleted."""
+    database upkeep) but each scope's newest row: the row of a quiet scope's
+    current version is where its readers catch up from. Returns the rows deleted."""
     horizon = timezone.now() - timedelta(seconds=2 * _reload_age() + 60)
-    deleted, _ = ScopeChange.objects.using(using).filter(changed_at__lt=horizon).delete()
+    log = ScopeChange.objects.using(using)
+    newest = log.values("key").annotate(last=Max("id")).values("last")
+    deleted, _ = log.filter(changed_at__lt=horizon).exclude(id__in=Subquery(newest)).delete()
     return deleted
 
 

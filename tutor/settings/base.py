@@ -116,8 +116,8 @@ _database_url = env_str("DATABASE_URL", f"sqlite:///{BASE_DIR / 'db.sqlite3'}")
 # PostgreSQL connection cost ~5.5 ms of every review task), and checked before
 # reuse, so a server restart costs one failed check, not an error.
 DATABASE_CONN_MAX_AGE = env_int("DATABASE_CONN_MAX_AGE", 300)
-# Seconds a process keeps a snapshot of a scope's rows (tutor.db.snapshots) before reloading it
-# whatever its version: the bound on staleness should a version never be written.
+# Seconds a process uses a snapshot of a scope's rows (tutor.db.snapshots) before checking the
+# change log again whatever its version (a student's memory is loaded again then).
 TUTOR_SNAPSHOT_MAX_AGE = env_int("TUTOR_SNAPSHOT_MAX_AGE", 300)
 # After this long a snapshot is loaded again whatever the change log says (tutor.db.snapshots):
 # the bound on staleness should a publication be lost; before it, it applies the rows changed.
