@@ -92,6 +92,19 @@ class Library:
     _tag_memo: dict = field(default_factory=dict)
     _memo_lock: threading.Lock = field(default_factory=threading.Lock)
 
+    def first_expired(self, today: date, limit: int) -> list[LessonRow]:
+        """The first ``limit`` lessons past review on ``today`` by id, worked
+        out once per day and snapshot (a snapshot never changes)."""
+        memo_key = ("expired", today, limit)
+        found = self._tag_memo.get(memo_key)
+        if found is None:
+            found = sorted(self.by_review[: _expired_count(self, today)], key=_rank_order)[:limit]
+            with self._memo_lock:
+                if len(self._tag_memo) >= TAG_MEMO_SIZE:
+                    self._tag_memo.clear()
+                self._tag_memo[memo_key] = found
+        return found
+
     def tag_candidates(self, tags: tuple[str, ...], need: int) -> tuple[LessonRow, ...]:
         """The lessons sharing at least ``need`` of ``tags``."""
         memo_key = (tags, need)
@@ -127,7 +140,7 @@ def _expired_count(library: Library, today: date) -> int:
 def first_filtered(library: Library, others: Library, today: date, limit: int) -> list[LessonRow]:
     """The scope's first ``limit`` filtered lessons by id (SPEC §6: each
     leaves a trace line): of another status, or injected and past review."""
-    expired = sorted(library.by_review[: _expired_count(library, today)], key=_rank_order)
+    expired = library.first_expired(today, limit)
     # By id: a lesson that moved between the two snapshots' catch-ups is listed once.
     rows = {row.id_text: row for row in (*others.by_rank[:limit], *expired[:limit])}
     return sorted(rows.values(), key=_rank_order)[:limit]
