@@ -17,13 +17,16 @@ of the scope (``lessons.selectors.library``) or the rows of the recall statement
 
 A lesson whose tag and symptom parts alone stay below ``floor − W_DECAY``
 cannot reach the floor whatever its age (the decay part is at most
-``W_DECAY``): it is cut by the floor and counted, not listed. Every filtered
-lesson is listed, by id, up to ``max_lines`` with the scored ones (the
-readers hand the first ``max_lines`` of them), and the rest counted.
+``W_DECAY``): it is cut by the floor without entering the brakes. Every
+decision is a line up to ``max_lines``: the recalled, the other scored, the
+filtered ones (the readers hand the first ``max_lines`` by id), then those
+that cannot reach the floor (the readers hand the first ``max_lines`` injected
+ones by id, those not past review) in rank order while room remains; the rest are counted.
 """
 
 from __future__ import annotations
 
+import heapq
 import math
 import uuid
 from dataclasses import dataclass, field, replace
@@ -236,23 +239,61 @@ def filtered_line(row: LessonRow, decision: str) -> dict:
 
 
 def _lines(
-    filtered: list[tuple[LessonRow, str]], ranked: list[tuple], recalled: int, params: RecallParams
+    filtered: list[tuple[LessonRow, str]],
+    ranked: list[tuple],
+    recalled: int,
+    params: RecallParams,
+    below: tuple = (),
 ) -> list[dict]:
     """The trace's lines: the filtered lessons first, by id, then the scored
-    ones in rank order (``ranked``: (decision, score, row, parts…)). The
-    recalled lessons are always listed, the other scored ones as room allows,
-    then the filtered ones in what is left."""
+    ones in rank order (``ranked``: (decision, score, row, parts…)) with the
+    ``below`` entries merged in by rank. The recalled lessons are always
+    listed, the other scored ones as room allows, then the filtered ones in
+    what is left; ``below`` comes with room made for it."""
     room = max(params.max_lines - recalled, 0)
-    scored_lines = []
-    for decision, *scored in ranked:
-        if decision != Decision.RECALLED:
+    listed = []
+    for entry in ranked:
+        if entry[0] != Decision.RECALLED:
             if room <= 0:
                 continue
             room -= 1
-        scored_lines.append(scored_line(decision, *scored))
+        listed.append(entry)
+    if below:
+        merged = heapq.merge(
+            ((-entry[1], entry[2].rank_key, None, entry) for entry in listed), below, key=_rank
+        )
+        scored_lines = [line if line is not None else scored_line(*entry) for _, _, line, entry in merged]
+    else:
+        scored_lines = [scored_line(*entry) for entry in listed]
     room = max(params.max_lines - len(scored_lines), 0)
     filtered.sort(key=lambda pair: pair[0].rank_key)
     return [filtered_line(row, decision) for row, decision in filtered[:room]] + scored_lines
+
+
+def below_reach(rows, ctx: RecallContext, params: RecallParams) -> tuple:
+    """The entries of ``rows`` (active lessons) whose tag and symptom parts
+    cannot reach the floor under ``ctx``, best first: (−score, id order, trace
+    line, None). ``recall`` lists them while room remains (SPEC §6: every
+    decision is a line); a snapshot keeps them per context and day."""
+    n_tags, n_symptoms = len(ctx.tags), len(ctx.symptoms)
+    ctx_tags, ctx_symptoms = frozenset(ctx.tags), frozenset(ctx.symptoms)
+    today_day, decays = ctx.today.toordinal(), _decays(params.decay_days)
+    entries = []
+    for row in rows:
+        tag = len(row.tags & ctx_tags) / n_tags if n_tags else 0.0
+        symptom = len(row.symptoms & ctx_symptoms) / n_symptoms if n_symptoms else 0.0
+        if params.w_tag * tag + params.w_symptom * symptom + params.w_decay >= params.floor:
+            continue
+        age = today_day - row.reference_day if row.reference_day is not None else 0
+        decay = decays.get(age) if age > 0 else 1.0
+        if decay is None:
+            decay = decays.setdefault(age, math.exp(-age / params.decay_days))
+        score = params.w_tag * tag + params.w_symptom * symptom + params.w_decay * decay
+        entries.append(
+            (-score, row.rank_key, scored_line(Decision.FLOOR, score, row, tag, symptom, decay), None)
+        )
+    entries.sort(key=_rank)
+    return tuple(entries)
 
 
 def _id_order(lesson_id) -> int | str:
@@ -266,16 +307,18 @@ def recall(
     params: RecallParams,
     *,
     lines: bool = True,
+    below: tuple = (),
 ) -> RecallResult:
     """Recall over ``rows`` (at least every lesson of the scope that can reach
     the floor, and for a trace the first ``max_lines`` filtered ones by id;
     more do no harm) of a scope whose stage sizes are ``totals``.
 
     Lines: filtered lessons first (they leave the pipeline first, SPEC §6),
-    then the scored ones in rank order. Lessons that cannot reach the floor
-    are counted, not listed; beyond ``max_lines`` lines the recalled and then
-    the best scored lines are kept, the filtered ones by id in what is left,
-    and the rest counted. ``counts`` has every
+    then the scored ones in rank order, with ``below`` among them (the
+    ``below_reach`` entries of the scope's first ``max_lines`` injected lessons
+    by id). Beyond ``max_lines`` lines the recalled and then the best scored
+    lines are kept, the filtered ones by id in what is left, then ``below``
+    while room remains, and the rest counted. ``counts`` has every
     lesson's decision once ``totals`` are known (``RecallResult.with_totals``).
     Without ``lines`` no line is written (a context preview shows the
     recalled lessons, never the trace): the decisions are the same, and only
@@ -304,7 +347,7 @@ def recall(
         tag = len(row.tags & ctx_tags) / n_tags if n_tags else 0.0
         symptom = len(row.symptoms & ctx_symptoms) / n_symptoms if n_symptoms else 0.0
         if w_tag * tag + w_symptom * symptom + w_decay < floor:
-            continue  # cannot reach the floor: counted from the totals
+            continue  # cannot reach the floor: listed from ``below`` if room remains, else counted
         # Age in whole days since the last hit, else since injection (none: 0).
         age = today_day - row.reference_day if row.reference_day is not None else 0
         decay = decays.get(age) if age > 0 else 1.0
@@ -342,12 +385,16 @@ def recall(
             ranked.append((decision, score, row, tag, symptom, decay))
     for _, decision in filtered:
         reached[decision] += 1
+    listed_below = ()
+    if lines and below and (room := params.max_lines - len(filtered) - len(ranked)) > 0:
+        listed_below = below[:room]  # each below the floor, best first
+        reached[Decision.FLOOR] += len(listed_below)
 
     result = RecallResult(
         context=ctx,
         params=params,
         recalled=recalled,
-        lines=_lines(filtered, ranked, len(recalled), params) if lines else [],
+        lines=_lines(filtered, ranked, len(recalled), params, listed_below) if lines else [],
         used_tokens=used,
         reached=reached,
     )

@@ -12,7 +12,8 @@ from django.utils import timezone
 
 from lessons import access
 from lessons.models import Lesson, LessonStatus, RecalledLesson, RecallTrace, SkillCandidate
-from lessons.selectors.statement import lessons_recall, recalled_now
+from lessons.selectors.recalled import recalled_now
+from lessons.selectors.statement import lessons_recall
 from lessons.text import jaccard
 
 __all__ = [

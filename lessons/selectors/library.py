@@ -15,8 +15,8 @@ reach the floor (every lesson with a phrase found in the texts, and every
 lesson sharing enough of the context's tags to reach ``floor − W_DECAY`` by
 tags alone), and ctx.symptoms are the phrases of injected lessons found by
 the same test (the anchor among the texts' tokens, the marked phrase in the
-marked texts). A real send adds the lessons of other statuses that could
-reach the floor (its trace's filtered lines), the stage counts from both
+marked texts). A real send adds the scope's first filtered and active
+lessons by id (its trace's filtered and floor lines), the stage counts from both
 snapshots (active and expired by review date, every other status), and
 reads its recalled lessons as committed (one small query): which of them its
 session already used, and that each is still injected.
@@ -39,7 +39,8 @@ from django.db.models import Value
 from django.utils import timezone
 
 from lessons.models import Lesson, LessonStatus
-from lessons.recall import LessonRow, RecallContext, RecallParams, RecallResult, Totals, recall
+from lessons.recall import LessonRow, RecallContext, RecallParams, RecallResult, Totals, below_reach, recall
+from lessons.selectors.recalled import recalled_now
 from lessons.selectors.rows import (
     ROW_COLUMNS,
     SQL_SLACK,
@@ -49,7 +50,7 @@ from lessons.selectors.rows import (
     symptom_probe,
     tag_reach,
 )
-from lessons.selectors.statement import lessons_recall, recalled_now
+from lessons.selectors.statement import lessons_recall
 from tutor.db.snapshots import SnapshotStore, Versions, scope_changed, scope_key
 
 LESSONS_SCOPE = "lessons"
@@ -99,6 +100,21 @@ class Library:
         found = self._tag_memo.get(memo_key)
         if found is None:
             found = sorted(self.by_review[: _expired_count(self, today)], key=_rank_order)[:limit]
+            with self._memo_lock:
+                if len(self._tag_memo) >= TAG_MEMO_SIZE:
+                    self._tag_memo.clear()
+                self._tag_memo[memo_key] = found
+        return found
+
+    def below_reach(self, ctx: RecallContext, params: RecallParams) -> tuple:
+        """``lessons.recall.below_reach`` of the first ``max_lines`` injected
+        lessons by id, those not past review (a trace's floor lines), worked
+        out once per context, day and snapshot."""
+        memo_key = ("below", ctx, params)
+        found = self._tag_memo.get(memo_key)
+        if found is None:
+            first = self.by_rank[: params.max_lines]
+            found = below_reach([row for row in first if row.review_by >= ctx.today], ctx, params)
             with self._memo_lock:
                 if len(self._tag_memo) >= TAG_MEMO_SIZE:
                     self._tag_memo.clear()
@@ -281,8 +297,9 @@ def library_recall(
     """Recall over ``library`` (injected lessons) for a context's tags and
     texts: the decisions of ``lessons_recall`` without counts. With
     ``others`` (the scope's lessons of other statuses) the first
-    ``max_lines`` filtered lessons by id are read too, as the statement reads
-    them: a trace ``lines`` lists them."""
+    ``max_lines`` filtered lessons by id are read too, and the first active
+    ones below the floor's reach, as the statement reads them: a trace
+    ``lines`` lists them."""
     query = recall_query(None, tags, None, texts)
     haystack = query.haystack
     found: set[str] = set()
@@ -309,7 +326,8 @@ def library_recall(
                 candidates.setdefault(row.rank_key, row)
         rows = list(candidates.values())
     ctx = RecallContext(tags=query.tags, symptoms=symptoms, today=today)
-    return recall(rows, None, ctx, params, lines=lines)
+    below = library.below_reach(ctx, params) if lines and others is not None and params.reach > 0 else ()
+    return recall(rows, None, ctx, params, lines=lines, below=below)
 
 
 def scope_totals(library: Library, others: Library, today: date) -> Totals:

@@ -207,3 +207,12 @@ def found_phrases(rows: list[LessonRow], query: RecallQuery) -> tuple[str, ...]:
             if anchor in anchors and mark in query.haystack:
                 found.add(phrase)
     return tuple(sorted(found))
+
+
+# Lists are padded to the next power of two by repeating their last value --
+# the same IN list for the database -- so that the SQL, compiled once per
+# list length, takes a few forms, not one per number of words in a message.
+def padded(values: list) -> list:
+    if not values:
+        return values
+    return values + values[-1:] * ((1 << (len(values) - 1).bit_length()) - len(values))

@@ -37,7 +37,7 @@ from lessons.models import (
     LessonKey,
     LessonStatus,
 )
-from lessons.recall import RecallContext, RecallParams, RecallResult, Totals, recall
+from lessons.recall import RecallContext, RecallParams, RecallResult, Totals, below_reach, recall
 from lessons.selectors.rows import (
     ROW_COLUMNS,
     ROW_FIELDS,
@@ -47,16 +47,18 @@ from lessons.selectors.rows import (
     found_phrases,
     lesson_row,
     lessons_scope,
+    padded,
     recall_query,
     tag_reach,
 )
+from lessons.selectors.stages import active_ids, first_filtered_ids, stage_counts
 from lessons.text import tag_pairs
 from tutor.db.prepared import PreparedQuery
 
 # The one statement's rows: a lesson ("r"), a symptom phrase found in the
 # texts ("p", see ``_Shape.phrases_in_sql``), or the stage counts ("c"), told
 # apart by the first column.
-_LESSON, _PHRASE, _COUNTS = "r", "p", "c"
+_LESSON, _ACTIVE, _PHRASE, _COUNTS = "r", "a", "p", "c"
 # Placeholders of the branches without a lesson. The counts branch takes plain
 # NULLs: Django leaves constants out of its GROUP BY (a cast would be grouped,
 # and an empty scope would give no row at all).
@@ -314,70 +316,6 @@ def _candidate_ids_by_pairs(shape: _Shape, scope: Q, values: dict) -> QuerySet:
     )
 
 
-class _Plus(Func):
-    """``(a + b + …)`` over uncorrelated counts: a constant of the outer
-    query, so never part of its GROUP BY (Django groups by every expression
-    without an aggregate, and a grouped constant of no row gives no row)."""
-
-    arg_joiner = " + "
-    template = "(%(expressions)s)"
-    output_field = IntegerField()
-
-    def get_group_by_cols(self):
-        return []
-
-
-def _lessons_in(part: Q, **filters) -> QuerySet:
-    # Grouped by a constant, which Django leaves out of GROUP BY: one count, even of nothing.
-    return Lesson.objects.filter(part, **filters).order_by().annotate(one=Value(1)).values("one")
-
-
-def _count(part: Q, **filters) -> Subquery:
-    return Subquery(
-        _lessons_in(part, **filters).annotate(n=Count("*")).values("n"), output_field=IntegerField()
-    )
-
-
-def _stage_counts(course_ids, today: date) -> QuerySet:
-    """One row: how many of the scope's lessons are active, expired, or not
-    injected (SPEC §6 trace counts).
-
-    Each count is an index range of ``lesson_scope_status_idx`` (course,
-    status, review_by) counted with ``COUNT(*)``, so no lesson row is read and
-    every index entry of the scope is visited once: "not injected" is the
-    two ranges on either side of ``injected`` (exact in any collation), and
-    the global lessons and the course's are counted apart (an OR of the two
-    would visit every entry twice and deduplicate them)."""
-    if course_ids is None:
-        parts = [Q()]
-    else:
-        parts = [Q(course__isnull=True)] + ([Q(course_id__in=list(course_ids))] if course_ids else [])
-    injected = LessonStatus.INJECTED
-    active = [_count(part, status=injected, review_by__gte=today) for part in parts]
-    expired = [_count(part, status=injected, review_by__lt=today) for part in parts]
-    other = [_count(part, status__gt=injected) for part in parts]
-    other += [_count(part, status__lt=injected) for part in parts[1:]]
-    # The first range is the row's own FROM: an aggregate without GROUP BY is one row.
-    return _lessons_in(parts[0], status__lt=injected).annotate(
-        n_active=_Plus(*active), n_expired=_Plus(*expired), n_other=_Plus(Count("*"), *other)
-    )
-
-
-def _filtered(course_ids, today: date) -> QuerySet:
-    """The ids of the scope's filtered lessons, by id: as ``_stage_counts``,
-    ranges of ``lesson_scope_status_idx`` -- another status on either side of
-    ``injected``, or injected and past review -- per part of the scope, so
-    only the filtered lessons' entries are visited, never every lesson."""
-    if course_ids is None:
-        parts = [Q()]
-    else:
-        parts = [Q(course__isnull=True)] + ([Q(course_id__in=list(course_ids))] if course_ids else [])
-    injected = LessonStatus.INJECTED
-    stages = [Q(status__lt=injected), Q(status__gt=injected), Q(status=injected, review_by__lt=today)]
-    ranges = functools.reduce(Q.__or__, (part & stage for part in parts for stage in stages))
-    return Lesson.objects.filter(ranges).order_by("id").values("id")
-
-
 def _recall_queryset(shape: _Shape, **values) -> QuerySet:
     """ONE statement, UNION ALL of: the candidate lessons; the phrases found
     in the texts (``_Shape.phrases_in_sql``; in the ``title`` column); with
@@ -386,28 +324,31 @@ def _recall_queryset(shape: _Shape, **values) -> QuerySet:
     scope = lessons_scope(values["course_ids"] if shape.scoped else None)
     tail = _NULL_COUNTS if shape.with_counts else ()
     known = _found_keys(scope, values) if shape.phrases_in_sql else None
-    parts = []
+    parts = []  # (kind, lessons)
     if shape.every_lesson:  # every lesson can reach the floor
-        parts.append(Lesson.objects.filter(scope))
+        parts.append((_LESSON, Lesson.objects.filter(scope)))
     elif shape.looks_for != _NOTHING:
         # By id only: the keys are already scoped, and the lookup goes by primary key.
-        parts.append(Lesson.objects.filter(InSubquery(F("id"), _candidate_ids(shape, scope, values, known))))
+        ids = _candidate_ids(shape, scope, values, known)
+        parts.append((_LESSON, Lesson.objects.filter(InSubquery(F("id"), ids))))
     if shape.filtered_lines:
-        # A stored trace lists its filtered lessons by id (SPEC §6): the first of them are read.
-        first = _filtered(values["course_ids"] if shape.scoped else None, values["today"])
-        parts.append(Lesson.objects.filter(InSubquery(F("id"), first[: shape.filtered_lines])))
+        # A stored trace lists its filtered lessons by id (SPEC §6), then those
+        # below the floor's reach while room remains: the first of each are read.
+        first = first_filtered_ids(values["course_ids"] if shape.scoped else None, values["today"])
+        for kind, ids in ((_LESSON, first), (_ACTIVE, active_ids(scope))):
+            parts.append((kind, Lesson.objects.filter(InSubquery(F("id"), ids[: shape.filtered_lines]))))
     used, typed_unused, unused = (), (), ()
     if shape.in_session:
         used = (Exists(LessonHit.objects.filter(lesson_id=OuterRef("id"), session_id=values["session_id"])),)
         typed_unused = (Cast(Value(None), output_field=BooleanField()),)
         unused = (Value(None, output_field=BooleanField()),)
-    parts = [p.order_by().values_list(Value(_LESSON), *ROW_COLUMNS, *used, *tail) for p in parts]
+    parts = [p.order_by().values_list(Value(kind), *ROW_COLUMNS, *used, *tail) for kind, p in parts]
     if known is not None:
         phrase_row = (_TYPED_NULL_ROW[0], "value", *_TYPED_NULL_ROW[2:], *typed_unused)
         parts.append(known.values_list(Value(_PHRASE), *phrase_row, *tail).distinct())
     if shape.with_counts:
         parts.append(
-            _stage_counts(values["course_ids"] if shape.scoped else None, values["today"]).values_list(
+            stage_counts(values["course_ids"] if shape.scoped else None, values["today"]).values_list(
                 Value(_COUNTS), *_NULL_ROW, *unused, "n_active", "n_expired", "n_other"
             )
         )
@@ -420,15 +361,6 @@ def _statement(
     """The statement for ``query`` as an ORM queryset; None when there is nothing to read."""
     bound = _bind(query, params, today, with_counts, session_id)
     return _recall_queryset(bound[0], **bound[1]) if bound else None
-
-
-# Lists are padded to the next power of two by repeating their last value --
-# the same IN list for the database -- so that the SQL, compiled once per
-# list length, takes a few forms, not one per number of words in a message.
-def _padded(values: list) -> list:
-    if not values:
-        return values
-    return values + values[-1:] * ((1 << (len(values) - 1).bit_length()) - len(values))
 
 
 _prepared: dict[_Shape, PreparedQuery] = {}
@@ -452,7 +384,7 @@ def _run(bound: tuple[_Shape, dict] | None) -> list[tuple]:
     if bound is None:
         return []
     shape, values = bound
-    values = {name: _padded(v) if isinstance(v, list) else v for name, v in values.items()}
+    values = {name: padded(v) if isinstance(v, list) else v for name, v in values.items()}
     return _prepared_for(shape, values).tuples(**values)
 
 
@@ -461,33 +393,6 @@ def _statement_rows(
 ) -> list[tuple]:
     """The rows of ``_statement``, run as its prepared SQL."""
     return _run(_bind(query, params, today, with_counts, session_id))
-
-
-def recalled_now_queryset(*, session_id, lesson_ids):
-    used = Exists(LessonHit.objects.filter(lesson_id=OuterRef("pk"), session_id=session_id))
-    return (
-        Lesson.objects.filter(pk__in=lesson_ids)
-        .values("id", "status", "review_by")
-        .annotate(used=used)
-        .order_by()
-    )
-
-
-RECALLED_NOW = PreparedQuery(recalled_now_queryset, session_id="uuid", lesson_ids="uuid[]")
-
-
-@dataclass(frozen=True)
-class RecalledNow:
-    status: str
-    review_by: date
-    used: bool  # by the session already
-
-
-def recalled_now(session_id, lesson_ids) -> dict:
-    """The committed status and review date of each of ``lesson_ids`` that
-    still exists, and whether the tutor session already used it (one query)."""
-    rows = RECALLED_NOW.rows(session_id=session_id, lesson_ids=_padded(list(lesson_ids)))
-    return {row["id"]: RecalledNow(row["status"], row["review_by"], bool(row["used"])) for row in rows}
 
 
 def lessons_recall(
@@ -522,9 +427,13 @@ def lessons_recall(
     in_session = bound is not None and bound[0].in_session
     counts_at = width + in_session
     tz = timezone.get_current_timezone()
-    read = set()
+    read, active = set(), []
     for values in _run(bound):
-        if values[0] == _LESSON:
+        if values[0] == _ACTIVE:  # the first injected lessons by id: a trace's floor lines
+            row = lesson_row(values[1:width], tz)
+            if row.review_by >= today:  # not past review
+                active.append(row)
+        elif values[0] == _LESSON:
             if values[1] in read:  # a filtered lesson among the candidates too
                 continue
             read.add(values[1])
@@ -542,6 +451,7 @@ def lessons_recall(
     else:
         symptoms_found = found_phrases(rows, query)
     ctx = RecallContext(tags=query.tags, symptoms=symptoms_found, today=today)
-    result = recall(rows, totals, ctx, params, lines=lines)
+    below = below_reach(active, ctx, params) if lines and active else ()
+    result = recall(rows, totals, ctx, params, lines=lines, below=below)
     result.used_in_session = frozenset(used)
     return result

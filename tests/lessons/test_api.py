@@ -175,7 +175,7 @@ def test_recall_preview_returns_the_recalled_lessons_and_the_full_trace_without_
     draft = make_lesson(
         course=course, title="draft", tags=["adaptor", "parsing"], status=LessonStatus.PENDING
     )
-    make_lesson(course=course, title="unrelated", tags=["css"])
+    unrelated = make_lesson(course=course, title="unrelated", tags=["css"])
 
     response = staff_client.get(
         "/api/lessons/recall/", {"tags": "adaptor, parsing", "symptoms": "Escape", "course": "se-101"}
@@ -197,8 +197,9 @@ def test_recall_preview_returns_the_recalled_lessons_and_the_full_trace_without_
         (str(best.pk), "recalled"),  # 0.5 + 0.3 + 0.2
         (str(second.pk), "recalled"),  # 0.25 + 0.3 + 0.2
         (str(too_big.pk), "budget"),  # 0.5 + 0.2, but 600 + 600 > 800
+        (str(unrelated.pk), "floor"),  # 0.2: no shared tag or symptom, listed all the same
     ]
-    assert body["trace_counts"]["floor"] == 1 and body["trace_omitted"] == {"floor": 1}
+    assert body["trace_counts"]["floor"] == 1 and body["trace_omitted"] == {}
     assert body["context"]["tags"] == ["adaptor", "parsing"] and body["context"]["symptoms"] == ["escape"]
     best.refresh_from_db()
     assert (best.hit_count, best.last_hit) == (0, None)
@@ -245,11 +246,14 @@ def test_recall_preview_refuses_a_course_the_caller_is_not_staff_of(staff_client
 
 @pytest.mark.django_db
 def test_recall_preview_with_empty_lists_recalls_nothing(course, staff_client):
-    make_lesson(course=course, tags=["a"])
+    lesson = make_lesson(course=course, tags=["a"])
 
     body = staff_client.get("/api/lessons/recall/").json()
 
-    assert body["recalled"] == [] and body["trace"] == [] and body["trace_counts"]["floor"] == 1
+    assert body["recalled"] == [] and body["trace_counts"]["floor"] == 1
+    assert [(line["lesson"], line["decision"], line["score"]) for line in body["trace"]] == [
+        (str(lesson.pk), "floor", 0.2)  # its decay part alone
+    ]
 
 
 # --- the schema --------------------------------------------------------------------------------

@@ -138,15 +138,17 @@ def test_the_snapshot_decides_as_the_recall_statement(course, other_course, sett
 
 @pytest.mark.django_db
 @pytest.mark.parametrize("overrides", PARAMS)
+# 12: some traces list fewer lines than they count; 80: the floor's lines fill the room left.
+@pytest.mark.parametrize("max_lines", [12, 80])
 def test_a_send_recalls_lists_and_counts_from_the_snapshots_as_the_statement(
-    course, other_course, task, student, settings, overrides
+    course, other_course, task, student, settings, overrides, max_lines
 ):
     from tests.lessons.conftest import make_trace
     from tutor.models import TutorSession
 
     for name, value in overrides.items():
         setattr(settings, name, value)
-    settings.LESSON_TRACE_MAX_LINES = 12  # some traces list fewer lines than they count
+    settings.LESSON_TRACE_MAX_LINES = max_lines
     rng = random.Random(20261204)
     random_library(rng, course, other_course)
     session = TutorSession.objects.create(student=student, task=task)
@@ -156,7 +158,7 @@ def test_a_send_recalls_lists_and_counts_from_the_snapshots_as_the_statement(
     library, others = library_load(course.pk), other_library_load(course.pk)
     params = RecallParams.from_settings()
     today = timezone.localdate()
-    listed_filtered = used_seen = 0
+    listed_filtered = used_seen = listed_below = 0
 
     for _ in range(120):
         tags = rng.sample(TAGS, rng.randint(0, 6))
@@ -182,9 +184,18 @@ def test_a_send_recalls_lists_and_counts_from_the_snapshots_as_the_statement(
         assert snapshot.used_in_session == {i for i in statement.used_in_session if i in recalled_ids}
         listed_filtered += any(line["decision"] == "filtered_status" for line in snapshot.lines)
         used_seen += bool(snapshot.used_in_session)
+        # Lessons whose shares cannot reach the floor whatever their age are listed too.
+        listed_below += any(
+            line["decision"] == "floor"
+            and params.w_tag * line["components"]["tag"] + params.w_symptom * line["components"]["symptom"]
+            < params.reach
+            for line in snapshot.lines
+        )
     assert used_seen > 5  # the contexts do recall lessons the session used
     if params.reach > 0:  # else the scored lines take every line
         assert listed_filtered > 10  # and list lessons of other statuses
+        if max_lines == 80:
+            assert listed_below > 10
 
 
 @pytest.mark.django_db

@@ -19,6 +19,8 @@ from lessons.recall import RecallParams, recall
 from lessons.selectors import lessons_recall
 from lessons.selectors import rows as recall_rows
 from lessons.selectors import statement as recall_statement
+from lessons.selectors.recalled import RECALLED_NOW
+from lessons.selectors.stages import stage_counts
 from tests.lessons.conftest import make_lesson, make_trace
 from tests.lessons.test_recall import ctx, decisions, row, run
 from tests.tutor.test_context import open_session, send, task_context, warm_send_snapshots
@@ -250,12 +252,15 @@ def stage_totals(lessons, today, course_ids):
 @pytest.mark.django_db
 def test_the_stage_counts_count_every_lesson_of_the_scope_once(course, other_course, library, today):
     for course_ids in ([course.pk], [], None, [course.pk, other_course.pk], [other_course.pk]):
-        # No tag, no symptom: every lesson is counted, only the filtered ones are listed.
+        # No tag, no symptom: every lesson is counted and listed, the active ones below the floor.
         result = lessons_recall(course_ids=course_ids, tags=[], symptoms=[], today=today)
         listed = [(line["lesson"], line["decision"]) for line in result.lines]
-        assert listed == filtered_lines(library, today, course_ids)
-
+        filtered = filtered_lines(library, today, course_ids)
+        assert listed[: len(filtered)] == filtered
         active, expired, other = stage_totals(library, today, course_ids)
+        assert len(listed) == len(filtered) + active and result.omitted == {}
+        assert {decision for _, decision in listed[len(filtered) :]} <= {"floor"}
+
         assert (
             result.counts["floor"],
             result.counts["filtered_expired"],
@@ -268,9 +273,7 @@ def test_the_stage_counts_read_index_ranges_only(course, library, today):
     from tests.lessons.conftest import bulk_lessons
 
     bulk_lessons(course, 200)
-    counts = recall_statement._stage_counts([course.pk], today).values_list(
-        "n_active", "n_expired", "n_other"
-    )
+    counts = stage_counts([course.pk], today).values_list("n_active", "n_expired", "n_other")
     sql, params = counts.query.get_compiler(connection.alias).as_sql()
 
     assert " OR " not in sql  # the global lessons and the course's are counted apart
@@ -312,20 +315,25 @@ def test_a_real_send_stores_the_counts_its_recall_statement_read(
     trace = RecallTrace.objects.get()
     in_scope = [lesson for lesson in [*library, kept, stale] if lesson.course_id in {None, course.pk}]
     active, expired, other = stage_totals(in_scope, today, None)
-    # Every filtered lesson of the scope leaves its line, by id; then the scored ones.
-    assert [(line["lesson"], line["decision"]) for line in trace.lines] == [
-        *filtered_lines(in_scope, today),
-        (str(kept.pk), "recalled"),
-    ]
+    # Every filtered lesson of the scope leaves its line, by id; then the scored ones, then
+    # the active lessons that cannot reach the floor.
+    listed = [(line["lesson"], line["decision"]) for line in trace.lines]
+    filtered = filtered_lines(in_scope, today)
+    assert listed[: len(filtered) + 1] == [*filtered, (str(kept.pk), "recalled")]
+    assert sorted(listed[len(filtered) + 1 :]) == sorted(
+        (str(lesson.pk), "floor")
+        for lesson in in_scope
+        if lesson.status == "injected" and lesson.review_by >= today and lesson != kept
+    )
+    assert trace.omitted == {}
     assert trace.counts == {
         "recalled": 1,
-        "floor": active - 1,  # every other active lesson of the scope, none of them listed
+        "floor": active - 1,  # every other active lesson of the scope
         "top_k": 0,
         "budget": 0,
         "filtered_expired": expired,
         "filtered_status": other,
     }
-    assert trace.omitted == {"floor": active - 1}
 
 
 @pytest.mark.django_db
@@ -374,11 +382,9 @@ def test_the_recalled_lessons_as_committed_match_the_orm(course, task, student):
     LessonHit.objects.create(lesson=lessons[1], session=other, trace=trace)
     ids = [lesson.pk for lesson in lessons]
 
-    rows = assert_matches_orm(recall_statement.RECALLED_NOW, session_id=session.pk, lesson_ids=ids)
+    rows = assert_matches_orm(RECALLED_NOW, session_id=session.pk, lesson_ids=ids)
     by_id = {row["id"]: row for row in rows}
     # Another session's use is not this one's.
     assert [bool(by_id[i]["used"]) for i in ids] == [True, False, False, False]
     assert by_id[ids[2]]["status"] == LessonStatus.QUARANTINED
-    assert (
-        assert_matches_orm(recall_statement.RECALLED_NOW, session_id=session.pk, lesson_ids=[uuid4()]) == []
-    )
+    assert assert_matches_orm(RECALLED_NOW, session_id=session.pk, lesson_ids=[uuid4()]) == []

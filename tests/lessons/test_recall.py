@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 from datetime import date, timedelta
+from unittest.mock import ANY
 
 import pytest
 from django.db import transaction
@@ -14,7 +15,7 @@ from hypothesis import strategies as st
 
 from lessons import recall as recall_module
 from lessons.models import LessonStatus
-from lessons.recall import LessonRow, RecallContext, RecallParams, Totals, recall
+from lessons.recall import LessonRow, RecallContext, RecallParams, Totals, below_reach, recall
 from lessons.selectors import lessons_recall
 from tests.lessons.conftest import lesson_id, make_lesson
 
@@ -44,10 +45,14 @@ def ctx(tags=(), symptoms=()):
 
 
 def run(rows, context, params=PARAMS):
-    active = sum(1 for r in rows if r.status == "injected" and r.review_by >= TODAY)
-    expired = sum(1 for r in rows if r.status == "injected" and r.review_by < TODAY)
-    totals = Totals(active=active, expired=expired, other_status=len(rows) - active - expired)
-    return recall(rows, totals, context, params)
+    """Recall as a reader runs it: of the first ``max_lines`` injected lessons by id, those
+    not past review handed as ``below``."""
+    injected = sorted((r for r in rows if r.status == "injected"), key=lambda r: r.rank_key)
+    active = [r for r in injected if r.review_by >= TODAY]
+    expired = len(injected) - len(active)
+    totals = Totals(active=len(active), expired=expired, other_status=len(rows) - len(injected))
+    below = below_reach([r for r in injected[: params.max_lines] if r.review_by >= TODAY], context, params)
+    return recall(rows, totals, context, params, below=below)
 
 
 def decisions(result) -> dict[int, str]:
@@ -123,7 +128,8 @@ def test_brakes_apply_in_order_floor_then_top_k_then_budget():
 
 
 def test_the_seed_run_is_reproduced_with_its_printed_scores():
-    """Seed 003's ten lessons and its printed trace: 0.81, 0.64, 0.63, 0.50, 0.47."""
+    """Seed 003's ten lessons and its printed trace: 0.81, 0.64, 0.63, 0.50, 0.47;
+    every lesson has its line (SPEC §6), the three below the floor last."""
     rows = seed_rows()
     result = run(rows, ctx(tags=["adaptor", "parsing", "e2e"], symptoms=["unexpected token", "escape"]))
 
@@ -136,14 +142,18 @@ def test_the_seed_run_is_reproduced_with_its_printed_scores():
         ("lesson-2026-007", "budget", 0.63),  # 570 + 280 > 800
         ("lesson-2026-008", "recalled", 0.50),  # 180 fits
         ("lesson-2026-010", "top_k", 0.47),
+        # No shared tag or symptom: the decay part alone, 0.2·exp(−age/30).
+        ("lesson-2026-006", "floor", 0.16),  # 6 days
+        ("lesson-2026-002", "floor", 0.12),  # 15 days
+        ("lesson-2026-003", "floor", 0.0),  # 120 days: 0.0037
     ]
     assert result.used_tokens == 750
-    # 004 (expired) and 005 (pending) are filtered: listed first, as the seed
-    # prints them; 002, 003, 006 (no overlap) cannot reach the floor: counted.
+    # 004 (expired) and 005 (pending) are filtered: listed first, as the seed prints them.
     assert [(line["title"], line["decision"]) for line in result.lines[:2]] == [
         ("lesson-2026-004", "filtered_expired"),
         ("lesson-2026-005", "filtered_status"),
     ]
+    assert len(result.lines) == 10
     assert result.counts == {
         "recalled": 3,
         "budget": 1,
@@ -152,7 +162,7 @@ def test_the_seed_run_is_reproduced_with_its_printed_scores():
         "filtered_status": 1,
         "filtered_expired": 1,
     }
-    assert result.omitted == {"floor": 3}
+    assert result.omitted == {}
     first = result.lines[2]
     assert first["components"] == {"tag": 0.6667, "symptom": 1.0, "decay": round(math.exp(-0.1), 4)}
 
@@ -242,11 +252,13 @@ def test_empty_context_lists_contribute_nothing_and_never_divide_by_zero():
     only_symptoms = run(rows, ctx(tags=[], symptoms=["x"]))
     nothing = run(rows, ctx())
 
-    assert decisions(only_symptoms) == {n(1): "recalled"}  # 0.3 + 0.2 = 0.5
+    assert decisions(only_symptoms) == {n(1): "recalled", n(2): "floor"}  # 0.3 + 0.2 = 0.5; 0.2
     assert only_symptoms.recalled[0].components == {"tag": 0.0, "symptom": 1.0, "decay": 1.0}
     # Without tags and symptoms every score is the decay alone (≤ 0.2 < floor).
-    assert nothing.lines == [] and nothing.recalled == []
-    assert nothing.counts["floor"] == 2
+    assert nothing.recalled == [] and nothing.counts["floor"] == 2
+    assert [(line["score"], line["components"]) for line in nothing.lines] == [
+        (0.2, {"tag": 0.0, "symptom": 0.0, "decay": 1.0})
+    ] * 2
 
 
 def test_age_counts_whole_days_since_last_hit_else_since_injection():
@@ -322,6 +334,9 @@ def test_selector_reproduces_the_seed_run_in_one_query(course, seed_library, dja
         ("lesson-2026-007", "budget"),
         ("lesson-2026-008", "recalled"),
         ("lesson-2026-010", "top_k"),
+        ("lesson-2026-006", "floor"),
+        ("lesson-2026-002", "floor"),
+        ("lesson-2026-003", "floor"),
     ]
     assert result.counts["floor"] == 3 and result.counts["filtered_status"] == 1
     assert result.counts["filtered_expired"] == 1
@@ -368,10 +383,15 @@ def test_symptoms_are_found_in_texts_case_insensitively_at_word_boundaries(cours
 
     # "escape" is not a word of "unescaped"; a pending lesson's phrase is not known.
     assert result.context.symptoms == ("unexpected token", "连接超时")
-    # One symptom of two is at most 0.3·1/2 + 0.2 = 0.35: none can reach the floor, all are
-    # counted; the pending lesson is filtered, and listed.
-    assert [line["decision"] for line in result.lines] == ["filtered_status"]
+    # One symptom of two is at most 0.3·1/2 + 0.2 = 0.35: none can reach the floor; the
+    # pending lesson is filtered. Each is listed, the floor's by rank (0.35, 0.35, 0.2).
+    assert [(line["lesson"], line["decision"]) for line in result.lines] == [
+        (ANY, "filtered_status"),
+        *sorted([(str(token.pk), "floor"), (str(chinese.pk), "floor")]),
+        (str(escape.pk), "floor"),
+    ]
     assert result.counts["floor"] == 3 and result.counts["filtered_status"] == 1
+    assert result.omitted == {}
 
     alone = lessons_recall(course_ids=[course.pk], tags=[], texts=["数据库连接超时了"])
 
