@@ -6,11 +6,11 @@ class CorrectionsConfig(AppConfig):
     verbose_name = "Corrections and memory"
 
     def ready(self):
-        from corrections.course_snapshot import CORRECTIONS_SCOPE
         from corrections.desk import QUEUES
-        from corrections.memory_snapshot import MEMORY_SCOPE
         from corrections.providers import register_providers
         from corrections.receivers import connect_receivers
+        from corrections.selectors.course_snapshot import CORRECTIONS_SCOPE
+        from corrections.selectors.memory_snapshot import MEMORY_SCOPE
         from tutor.db.snapshots import register_request_scope
         from tutor.desk.queues import register as register_queue
         from tutor.services import register_staff_view_models

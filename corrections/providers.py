@@ -12,14 +12,16 @@ from functools import lru_cache
 from django.utils import timezone
 
 from corrections.conf import setting
-from corrections.course_snapshot import (
+from corrections.models import CorrectionType, FactStatus, MemoryTier
+from corrections.relevance import task_query_tokens
+from corrections.selectors.course_snapshot import (
     COURSE_FACTS,
     CourseFacts,
     corrections_scope_keys,
     facts_from_snapshot,
     rules_from_snapshot,
 )
-from corrections.injection import (
+from corrections.selectors.injection import (
     NOTHING,
     RowTexts,
     Selection,
@@ -27,9 +29,7 @@ from corrections.injection import (
     memory_for_context,
     process_rules_for_context,
 )
-from corrections.memory_snapshot import USER_MEMORY, memory_from_snapshot, memory_scope_keys
-from corrections.models import CorrectionType, FactStatus, MemoryTier
-from corrections.relevance import task_query_tokens
+from corrections.selectors.memory_snapshot import USER_MEMORY, memory_from_snapshot, memory_scope_keys
 from corrections.text import query_tokens
 from tutor.context.budgets import budget, cut
 from tutor.context.providers import (
@@ -116,7 +116,7 @@ class BudgetedSection(SectionProvider):
         body, kept = _render(lines, budget_chars)
         if not kept:
             return Section(budget_chars=budget_chars, omitted=selection.total, data=[])
-        if texts:  # rendered once per snapshot (corrections.injection.RowTexts)
+        if texts:  # rendered once per snapshot (corrections.selectors.injection.RowTexts)
             ids = [texts[i].id_text for i in range(kept)]
             data = [self._item(rows[i], texts[i]) for i in range(kept)]
         else:

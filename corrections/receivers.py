@@ -55,11 +55,11 @@ def index_task(sender, instance, created, raw, update_fields=None, **kwargs) -> 
 
 def course_rows_saved_or_deleted(sender, *, instance, created=False, **kwargs) -> None:
     """A fact or process rule saved (edited in the admin, approved) or deleted
-    changes its course's snapshot (``corrections.course_snapshot``), which
+    changes its course's snapshot (``corrections.selectors.course_snapshot``), which
     holds verified and disputed facts only: a proposed fact created or
     deleted changes none. The services' UPDATEs of a fact say so themselves."""
-    from corrections.course_snapshot import corrections_changed
     from corrections.models import INJECTED_FACT_STATUSES, Fact
+    from corrections.selectors.course_snapshot import corrections_changed
 
     fact = isinstance(instance, Fact)
     if (
@@ -80,8 +80,8 @@ def memory_item_deleted(sender, *, instance, **kwargs) -> None:
     which says so itself once their tokens are written."""
     from django.utils import timezone
 
-    from corrections.memory_snapshot import memory_changed
     from corrections.models import MemoryTier
+    from corrections.selectors.memory_snapshot import memory_changed
 
     expired = instance.expires_at is not None and instance.expires_at <= timezone.now()
     if expired and instance.tier == MemoryTier.SESSION:

@@ -15,8 +15,6 @@ from django.db.models import F, Q
 from django.utils import timezone
 from rest_framework import serializers
 
-from corrections.course_snapshot import corrections_changed
-from corrections.memory_snapshot import memory_changed
 from corrections.models import (
     UNDECIDED_CASE_STATUSES,
     Correction,
@@ -29,6 +27,8 @@ from corrections.models import (
     ProposalSupporter,
 )
 from corrections.selectors import memory_list
+from corrections.selectors.course_snapshot import corrections_changed
+from corrections.selectors.memory_snapshot import memory_changed
 from corrections.serializers import CorrectionSerializer, MemoryItemSerializer
 from tutor.models import ModelCall, RetentionKind
 from tutor.rights.own import texts_forget

@@ -3,7 +3,7 @@
 Counters kept by row triggers lock the counter rows of both keys an item
 moves between until commit (opposite moves deadlock on PostgreSQL), collide
 with ``loaddata`` and are lost when SQLite rebuilds the memory item table.
-The context counts a user's items by index again (corrections.injection).
+The context counts a user's items by index again (corrections.selectors.injection).
 
 Reversible: migrating back to 0009 reinstalls the triggers and refills the
 counts from the stored items."""

@@ -13,7 +13,6 @@ from django.db.models import F, Q
 from django.utils import timezone
 
 from corrections.conf import setting
-from corrections.course_snapshot import corrections_changed
 from corrections.models import (
     CURRENT_FACT_STATUSES,
     CaseKind,
@@ -27,6 +26,7 @@ from corrections.models import (
     ProposalSupporter,
 )
 from corrections.selectors import undecided_case
+from corrections.selectors.course_snapshot import corrections_changed
 from corrections.services.facts import fact_decide_proposed, fact_insert, fact_transition
 from corrections.statements import quantities
 from corrections.text import Analysed, text_key

@@ -16,7 +16,6 @@ from django.db import IntegrityError, transaction
 from django.db.models import F
 from django.utils import timezone
 
-from corrections.course_snapshot import corrections_changed
 from corrections.models import (
     INJECTED_FACT_STATUSES,
     UNDECIDED_CASE_STATUSES,
@@ -26,6 +25,7 @@ from corrections.models import (
     FactStatus,
     FactSupporter,
 )
+from corrections.selectors.course_snapshot import corrections_changed
 from corrections.services.relevance import facts_index
 from corrections.text import topic_key
 from tutor import access

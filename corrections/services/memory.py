@@ -17,8 +17,8 @@ from django.db.models.functions import Cast, Concat
 from django.utils import timezone
 
 from corrections.conf import setting
-from corrections.memory_snapshot import memory_changed
 from corrections.models import Correction, CorrectionType, MemoryItem, MemoryTier, MemoryToken
+from corrections.selectors.memory_snapshot import memory_changed
 from corrections.text import jaccard, topic_key
 from tutor.audit import audit_record
 from tutor.models import AuditEvent

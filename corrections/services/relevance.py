@@ -10,9 +10,9 @@ from collections.abc import Callable, Iterable
 from django.db import transaction
 from django.db.models import Count, Max
 
-from corrections.course_snapshot import corrections_changed
 from corrections.models import INJECTED_FACT_STATUSES, Fact, FactKey, FactToken, TaskFactOverlap, TaskToken
 from corrections.relevance import reach, task_query_tokens
+from corrections.selectors.course_snapshot import corrections_changed
 from corrections.text import token_keys
 from tutor.models import Task
 
@@ -65,7 +65,7 @@ def task_index(*, task: Task, created: bool = False) -> bool:
     """The task's tokens and its overlap with the course's facts, if its
     text's tokens (or its course) changed -- always for a new task; True
     when written. The writes are atomic: the course's new snapshot version
-    is written after all of them (``corrections.course_snapshot``)."""
+    is written after all of them (``corrections.selectors.course_snapshot``)."""
     tokens = list(task_query_tokens(task))
     if not created:
         stored = set(TaskToken.objects.filter(task=task).values_list("course_id", "token"))

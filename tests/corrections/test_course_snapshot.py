@@ -1,5 +1,5 @@
 """The facts, process rules and memory sections read each process's snapshots of the
-course and the user (SPEC §5, §10; ``corrections.course_snapshot``): a warm context reads
+course and the user (SPEC §5, §10; ``corrections.selectors.course_snapshot``): a warm context reads
 no fact, overlap or rule, and every committed change is seen -- by the
 writing process at once, by the others once the course's new version is
 written. (That the snapshot selects what the statements select is
@@ -175,8 +175,8 @@ def test_a_task_saved_outside_a_transaction_publishes_after_its_overlaps(setting
     """What another process loads the moment the new version is written
     must already hold the task's new overlaps."""
     import tutor.db.snapshots
-    from corrections.course_snapshot import COURSE_FACTS, corrections_scope_keys
     from corrections.models import TaskFactOverlap
+    from corrections.selectors.course_snapshot import COURSE_FACTS, corrections_scope_keys
 
     course, task, client, _ = setting_up
     bulk_facts(course, [(["glossary"], "The glossary is in docs/")])
@@ -196,8 +196,8 @@ def test_a_task_saved_outside_a_transaction_publishes_after_its_overlaps(setting
 
 
 def test_facts_of_equal_overlap_and_confirmation_come_in_the_statements_order(setting_up):
-    from corrections.course_snapshot import course_facts_load, facts_from_snapshot
-    from corrections.injection import facts_relevant
+    from corrections.selectors.course_snapshot import course_facts_load, facts_from_snapshot
+    from corrections.selectors.injection import facts_relevant
     from corrections.text import query_tokens
 
     course, task, _, _ = setting_up
@@ -213,9 +213,9 @@ def test_facts_of_equal_overlap_and_confirmation_come_in_the_statements_order(se
 
 
 def test_memory_items_of_equal_recency_come_in_the_statements_order(setting_up):
-    from corrections.injection import memory_for_context
-    from corrections.memory_snapshot import memory_from_snapshot, user_memory_load
     from corrections.models import MemoryItem
+    from corrections.selectors.injection import memory_for_context
+    from corrections.selectors.memory_snapshot import memory_from_snapshot, user_memory_load
     from tutor.bench.corrections import bulk_memories
 
     student = get_user_model().objects.get(username="snapshot-student")
@@ -239,7 +239,7 @@ def test_memory_items_of_equal_recency_come_in_the_statements_order(setting_up):
 
 
 def test_a_course_with_more_facts_than_sqlite_binds_parameters_loads(setting_up):
-    from corrections.course_snapshot import course_facts_load
+    from corrections.selectors.course_snapshot import course_facts_load
 
     course, task, client, _ = setting_up
     bulk_facts(course, [([f"word{i}", "materials"], f"fact {i}") for i in range(120)])
@@ -294,7 +294,7 @@ def facts_shape(snapshot) -> tuple:
 def test_a_fact_change_is_applied_to_the_snapshot_as_a_new_load_would_read_it(setting_up, monkeypatch):
     """A fact verified, pinned, superseded, deleted and created, a rule added:
     the snapshot applies those rows alone, and holds what a load reads."""
-    from corrections.course_snapshot import COURSE_FACTS, corrections_scope_keys, course_facts_load
+    from corrections.selectors.course_snapshot import COURSE_FACTS, corrections_scope_keys, course_facts_load
     from corrections.services.facts import fact_verify
 
     course, task, client, staff = setting_up
@@ -336,7 +336,7 @@ def test_after_a_change_a_context_costs_the_same_queries_at_any_volume(setting_u
     """A fact accepted and a lesson approved: the next context reads the
     change log and the changed rows of each snapshot -- never a load, the
     one query whose rows grow with the course's facts and lessons."""
-    from corrections.course_snapshot import COURSE_FACTS
+    from corrections.selectors.course_snapshot import COURSE_FACTS
     from corrections.services.facts import fact_verify
     from lessons.models import LessonStatus
     from lessons.selectors.library import LIBRARIES, lessons_changed

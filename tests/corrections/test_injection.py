@@ -1,4 +1,4 @@
-"""The tutor context's reads (corrections.injection, SPEC §5, §10).
+"""The tutor context's reads (corrections.selectors.injection, SPEC §5, §10).
 
 Two kinds of checks, on the database the suite runs on (CI runs it on SQLite
 and on PostgreSQL):
@@ -21,18 +21,6 @@ import pytest
 from django.utils import timezone
 
 from corrections.conf import setting
-from corrections.course_snapshot import course_facts_load, facts_from_snapshot, rules_from_snapshot
-from corrections.injection import (
-    FACTS,
-    KEYED_MESSAGE_TOKENS,
-    MEMORY,
-    NO_SESSION,
-    PROCESS_RULES,
-    MessageLookup,
-    facts_relevant,
-    memory_for_context,
-)
-from corrections.memory_snapshot import memory_from_snapshot, user_memory_load
 from corrections.models import (
     INJECTED_FACT_STATUSES,
     CorrectionType,
@@ -44,6 +32,18 @@ from corrections.models import (
     ProcessRule,
 )
 from corrections.relevance import task_query_tokens, task_text
+from corrections.selectors.course_snapshot import course_facts_load, facts_from_snapshot, rules_from_snapshot
+from corrections.selectors.injection import (
+    FACTS,
+    KEYED_MESSAGE_TOKENS,
+    MEMORY,
+    NO_SESSION,
+    PROCESS_RULES,
+    MessageLookup,
+    facts_relevant,
+    memory_for_context,
+)
+from corrections.selectors.memory_snapshot import memory_from_snapshot, user_memory_load
 from corrections.services.memory import memory_tokens
 from corrections.text import query_tokens, text_keys
 from tests.factories import course_data, enroll
@@ -128,7 +128,7 @@ def selected_facts(task: Task, message: str, limit: int) -> tuple[list, int]:
 
 
 def snapshot_facts(task: Task, message: str, limit: int) -> tuple[list, int]:
-    """The facts the course's snapshot selects (corrections.course_snapshot),
+    """The facts the course's snapshot selects (corrections.selectors.course_snapshot),
     with the rows the statement returns for them."""
     cap = setting("CORRECTIONS_QUERY_MAX_TOKENS")
     selection = facts_from_snapshot(
@@ -287,7 +287,7 @@ def selected_memory(user, session_id, message: str, prefs_limit: int, memories_l
 
 
 def snapshot_memory(user, session_id, message: str, prefs_limit: int, memories_limit: int):
-    """The user's memory as the snapshot selects it (corrections.memory_snapshot),
+    """The user's memory as the snapshot selects it (corrections.selectors.memory_snapshot),
     row for row what the statement returns."""
     arguments = {
         "session_id": session_id,

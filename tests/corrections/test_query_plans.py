@@ -19,7 +19,7 @@ import pytest
 from django.db import connection
 from django.utils import timezone
 
-from corrections.injection import NO_SESSION, MessageLookup, facts_queryset, memory_queryset
+from corrections.selectors.injection import NO_SESSION, MessageLookup, facts_queryset, memory_queryset
 from corrections.text import query_tokens, text_keys
 from tests.factories import course_data, enroll
 from tests.plans import assert_index_narrowed, plan_of

@@ -114,6 +114,29 @@ def test_a_dry_run_counts_and_writes_nothing(task, student):
     assert not type(student).objects.filter(username=report.pseudonym).exists()
 
 
+def test_an_erasure_failing_after_every_part_changes_nothing(task, student, monkeypatch):
+    """One transaction (issue 38): every part erased before the failure is rolled back."""
+    import tutor.rights.erasure
+    from tutor.rights.registry import parts
+
+    attempt = _failed_attempt(student, task)
+    events, users = AuditEvent.objects.count(), type(student).objects.count()
+
+    class Failing:
+        def erase(self, subject, ledger, *, dry_run):
+            raise RuntimeError("the database went away")
+
+    monkeypatch.setattr(tutor.rights.erasure, "parts", lambda: [*parts(), Failing()])
+    with pytest.raises(RuntimeError):
+        student_erase(user=student)
+
+    attempt.refresh_from_db()
+    assert attempt.result["criteria"][1]["reason"] == "missing: undefined"
+    assert attempt.submission.student_id == student.pk
+    assert Enrollment.objects.filter(user=student).exists()
+    assert (AuditEvent.objects.count(), type(student).objects.count()) == (events, users)
+
+
 def test_a_fact_others_support_stays_without_the_persons_supporter_row(course, student, other_student):
     from django.utils import timezone
 

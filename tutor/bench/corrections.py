@@ -15,7 +15,6 @@ from collections.abc import Callable, Iterable
 from django.db import transaction
 from django.utils import timezone
 
-from corrections.memory_snapshot import memory_changed
 from corrections.models import (
     CorrectionType,
     Fact,
@@ -25,6 +24,7 @@ from corrections.models import (
     MemoryTier,
     MemoryToken,
 )
+from corrections.selectors.memory_snapshot import memory_changed
 from corrections.services.memory import memory_tokens
 from corrections.services.relevance import facts_index
 from corrections.text import text_key, topic_key

@@ -9,8 +9,16 @@ import heapq
 from dataclasses import dataclass
 from datetime import datetime
 
-from corrections.injection import MEMORIES, NO_SESSION, NO_TOKEN, NOTHING, PREFERENCES, RowTexts, Selection
 from corrections.models import CorrectionType, MemoryItem, MemoryTier, MemoryToken
+from corrections.selectors.injection import (
+    MEMORIES,
+    NO_SESSION,
+    NO_TOKEN,
+    NOTHING,
+    PREFERENCES,
+    RowTexts,
+    Selection,
+)
 from tutor.db.snapshots import SnapshotStore, scope_changed, user_scope_key
 
 MEMORY_SCOPE = "memory"
@@ -108,7 +116,7 @@ def memory_from_snapshot(
     preferences_limit: int,
     memories_limit: int,
 ) -> tuple[Selection, Selection]:
-    """The two sections' rows, as ``corrections.injection.memory_for_context`` selects them."""
+    """The two sections' rows, as ``corrections.selectors.injection.memory_for_context`` selects them."""
     if preferences_limit <= 0 and memories_limit <= 0:
         return NOTHING, NOTHING
     words = set(message_tokens) - {NO_TOKEN}

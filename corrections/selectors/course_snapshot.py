@@ -1,6 +1,6 @@
 """A course's injected facts and process rules as a snapshot kept per process
 (SPEC §5, §10; ``tutor.db.snapshots``), selected per request by the
-statements' own rules (``corrections.injection``). Details:
+statements' own rules (``corrections.selectors.injection``). Details:
 docs/architecture.md, Snapshots.
 """
 
@@ -11,8 +11,15 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
 from corrections.conf import setting
-from corrections.injection import FACT_COLUMNS, KEYED_MESSAGE_TOKENS, NO_TOKEN, NOTHING, RowTexts, Selection
 from corrections.models import INJECTED_FACT_STATUSES, REACH_ALL, Fact, ProcessRule, TaskFactOverlap
+from corrections.selectors.injection import (
+    FACT_COLUMNS,
+    KEYED_MESSAGE_TOKENS,
+    NO_TOKEN,
+    NOTHING,
+    RowTexts,
+    Selection,
+)
 from corrections.text import text_keys, token_keys
 from tutor.db.snapshots import SnapshotStore, scope_changed, scope_key
 
@@ -208,7 +215,7 @@ COURSE_FACTS = SnapshotStore("corrections", course_facts_load, apply=course_fact
 def facts_from_snapshot(
     snapshot: CourseFacts, *, task_id, message_tokens: list[str], now: datetime, limit: int
 ) -> Selection:
-    """The facts section's rows, as ``corrections.injection.facts_relevant`` selects them."""
+    """The facts section's rows, as ``corrections.selectors.injection.facts_relevant`` selects them."""
     if limit <= 0:
         return NOTHING
     n = min(setting("CORRECTIONS_INJECT_MIN_TOKENS"), REACH_ALL)

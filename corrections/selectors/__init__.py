@@ -1,7 +1,7 @@
 """Reads of the corrections app (SPEC §5, §7): routing and the HTTP API.
 
 The tutor context's reads, on every tutor request, are in
-``corrections.injection``.
+``corrections.selectors.injection``.
 """
 
 from __future__ import annotations

@@ -45,8 +45,8 @@ from tutor.db.prepared import PreparedQuery
 
 
 class RowTexts:
-    """What the sections render of one row of a snapshot (``corrections.course_snapshot``,
-    ``corrections.memory_snapshot``), made at most once per snapshot: the
+    """What the sections render of one row of a snapshot (``corrections.selectors.course_snapshot``,
+    ``corrections.selectors.memory_snapshot``), made at most once per snapshot: the
     row's id as text, and per section its preview item and, per item budget,
     its line. A snapshot's rows never change while it is kept, so neither
     do these; they go with it."""
