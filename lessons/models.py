@@ -125,6 +125,8 @@ class Lesson(models.Model):
         indexes = [
             # recall: the per-decision counts of a course's lessons (lessons.selectors)
             models.Index(fields=["course", "status", "review_by"], name="lesson_scope_status_idx"),
+            # a recall trace's floor lines: the scope's first injected lessons by id (lessons.selectors)
+            models.Index(fields=["course", "status", "id"], name="lesson_scope_id_idx"),
             # admin and API queues: pending / quarantined, oldest first
             models.Index(fields=["status", "created_at"], name="lesson_queue_idx"),
             # near-duplicate check: lessons whose shingle count allows Jaccard >= 0.8, then

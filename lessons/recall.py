@@ -262,7 +262,7 @@ def _lines(
         merged = heapq.merge(
             ((-entry[1], entry[2].rank_key, None, entry) for entry in listed), below, key=_rank
         )
-        scored_lines = [line if line is not None else scored_line(*entry) for _, _, line, entry in merged]
+        scored_lines = [scored_line(*item[3]) if item[2] is None else item[2] for item in merged]
     else:
         scored_lines = [scored_line(*entry) for entry in listed]
     room = max(params.max_lines - len(scored_lines), 0)
@@ -273,27 +273,66 @@ def _lines(
 def below_reach(rows, ctx: RecallContext, params: RecallParams) -> tuple:
     """The entries of ``rows`` (active lessons) whose tag and symptom parts
     cannot reach the floor under ``ctx``, best first: (−score, id order, trace
-    line, None). ``recall`` lists them while room remains (SPEC §6: every
+    line, row). ``recall`` lists them while room remains (SPEC §6: every
     decision is a line); a snapshot keeps them per context and day."""
-    n_tags, n_symptoms = len(ctx.tags), len(ctx.symptoms)
-    ctx_tags, ctx_symptoms = frozenset(ctx.tags), frozenset(ctx.symptoms)
-    today_day, decays = ctx.today.toordinal(), _decays(params.decay_days)
+    scoring = _Scoring.of(ctx, params)
     entries = []
     for row in rows:
-        tag = len(row.tags & ctx_tags) / n_tags if n_tags else 0.0
-        symptom = len(row.symptoms & ctx_symptoms) / n_symptoms if n_symptoms else 0.0
-        if params.w_tag * tag + params.w_symptom * symptom + params.w_decay >= params.floor:
+        tag, symptom = scoring.shares(row)
+        if scoring.can_reach(tag, symptom):
             continue
-        age = today_day - row.reference_day if row.reference_day is not None else 0
+        entry = scoring.entry(row, tag, symptom)
+        entries.append((entry[0], entry[1], scored_line(Decision.FLOOR, -entry[0], *entry[2:]), row))
+    entries.sort(key=_rank)
+    return tuple(entries)
+
+
+@dataclass(frozen=True)
+class _Scoring:
+    """Step 2 for one context: each share, the reach test and the score (with
+    the decay part) -- the one place recall's formula is written."""
+
+    tags: frozenset
+    symptoms: frozenset
+    n_tags: int
+    n_symptoms: int
+    today_day: int
+    decays: dict
+    params: RecallParams
+
+    @classmethod
+    def of(cls, ctx: RecallContext, params: RecallParams) -> _Scoring:
+        return cls(
+            frozenset(ctx.tags),
+            frozenset(ctx.symptoms),
+            len(ctx.tags),
+            len(ctx.symptoms),
+            ctx.today.toordinal(),
+            _decays(params.decay_days),
+            params,
+        )
+
+    def shares(self, row: LessonRow) -> tuple[float, float]:
+        """The tag and symptom shares; an empty context list contributes 0."""
+        tag = len(row.tags & self.tags) / self.n_tags if self.n_tags else 0.0
+        symptom = len(row.symptoms & self.symptoms) / self.n_symptoms if self.n_symptoms else 0.0
+        return tag, symptom
+
+    def can_reach(self, tag: float, symptom: float) -> bool:
+        """Whether the floor is within reach at the largest decay part (``W_DECAY``)."""
+        params = self.params
+        return params.w_tag * tag + params.w_symptom * symptom + params.w_decay >= params.floor
+
+    def entry(self, row: LessonRow, tag: float, symptom: float) -> tuple:
+        """(−score, id order, row, tag part, symptom part, decay part): ranked by the first two.
+        Age in whole days since the last hit, else since injection (none: 0)."""
+        params, decays = self.params, self.decays
+        age = self.today_day - row.reference_day if row.reference_day is not None else 0
         decay = decays.get(age) if age > 0 else 1.0
         if decay is None:
             decay = decays.setdefault(age, math.exp(-age / params.decay_days))
-        score = params.w_tag * tag + params.w_symptom * symptom + params.w_decay * decay
-        entries.append(
-            (-score, row.rank_key, scored_line(Decision.FLOOR, score, row, tag, symptom, decay), None)
-        )
-    entries.sort(key=_rank)
-    return tuple(entries)
+        total = params.w_tag * tag + params.w_symptom * symptom + params.w_decay * decay
+        return (-total, row.rank_key, row, tag, symptom, decay)
 
 
 def _id_order(lesson_id) -> int | str:
@@ -325,17 +364,11 @@ def recall(
     the recalled lessons become ``Scored`` items.
     """
     filtered: list[tuple[LessonRow, str]] = []
-    # Step 2 (the score), each share computed once per row; a lesson whose
-    # tag and symptom parts plus the largest decay part stay below the floor
-    # is not scored.
-    ctx_tags, ctx_symptoms = frozenset(ctx.tags), frozenset(ctx.symptoms)
-    n_tags, n_symptoms = len(ctx.tags), len(ctx.symptoms)
-    w_tag, w_symptom, w_decay, floor = params.w_tag, params.w_symptom, params.w_decay, params.floor
-    today = ctx.today
-    today_day = today.toordinal()
-    decays = _decays(params.decay_days)
-    # (−score, id order, row, tag part, symptom part, decay part): ranked by the first two.
-    scored: list[tuple] = []
+    # Step 2 (the score): a lesson whose tag and symptom parts plus the
+    # largest decay part stay below the floor is not scored.
+    scoring = _Scoring.of(ctx, params)
+    floor, today = params.floor, ctx.today
+    scored: list[tuple] = []  # ``_Scoring.entry``: ranked by its first two items
     for row in rows:
         # Step 1, the filter: a filtered lesson is never scored, and leaves its line.
         if row.status != "injected":
@@ -344,17 +377,10 @@ def recall(
         if row.review_by < today:
             filtered.append((row, Decision.FILTERED_EXPIRED))
             continue
-        tag = len(row.tags & ctx_tags) / n_tags if n_tags else 0.0
-        symptom = len(row.symptoms & ctx_symptoms) / n_symptoms if n_symptoms else 0.0
-        if w_tag * tag + w_symptom * symptom + w_decay < floor:
-            continue  # cannot reach the floor: listed from ``below`` if room remains, else counted
-        # Age in whole days since the last hit, else since injection (none: 0).
-        age = today_day - row.reference_day if row.reference_day is not None else 0
-        decay = decays.get(age) if age > 0 else 1.0
-        if decay is None:
-            decay = decays.setdefault(age, math.exp(-age / params.decay_days))
-        total = w_tag * tag + w_symptom * symptom + w_decay * decay
-        scored.append((-total, row.rank_key, row, tag, symptom, decay))
+        tag, symptom = scoring.shares(row)
+        if scoring.can_reach(tag, symptom):
+            scored.append(scoring.entry(row, tag, symptom))
+        # else it cannot reach the floor: listed from ``below`` if room remains, else counted
     # Ties by id as text: a UUID's integer orders as its text does, and costs nothing to read.
     scored.sort(key=_rank)
 
@@ -385,10 +411,13 @@ def recall(
             ranked.append((decision, score, row, tag, symptom, decay))
     for _, decision in filtered:
         reached[decision] += 1
-    listed_below = ()
+    listed_below: tuple | list = ()
     if lines and below and (room := params.max_lines - len(filtered) - len(ranked)) > 0:
-        listed_below = below[:room]  # each below the floor, best first
-        reached[Decision.FLOOR] += len(listed_below)
+        # Each below the floor, best first; counted with the totals (``with_totals``). A
+        # lesson already listed (one two snapshots saw in two states) is listed once.
+        seen = {row.rank_key for row, _ in filtered}
+        seen.update(entry[2].rank_key for entry in ranked)
+        listed_below = [entry for entry in below if entry[1] not in seen][:room]
 
     result = RecallResult(
         context=ctx,

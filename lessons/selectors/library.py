@@ -57,6 +57,8 @@ LESSONS_SCOPE = "lessons"
 OTHER_LESSONS_SCOPE = "lessons_other"  # the scope's lessons in every status but injected
 # Tag sets of tasks whose candidates one snapshot remembers (a task's tags are fixed).
 TAG_MEMO_SIZE = 512
+# Contexts (tags, symptoms found, day) whose floor lines one snapshot remembers.
+BELOW_MEMO_SIZE = 32
 
 
 def lessons_scope_keys(course_id) -> tuple[str, str]:
@@ -91,6 +93,9 @@ class Library:
     # anchor → (phrase, marked phrase, its lessons) of every symptom with that anchor
     by_anchor: dict[str, tuple[tuple[str, str, tuple[LessonRow, ...]], ...]]
     _tag_memo: dict = field(default_factory=dict)
+    # Floor lines per context (its symptoms vary with the texts): a memo of their own,
+    # so that they never push out the tag candidates (each entry: up to max_lines lines).
+    _below_memo: dict = field(default_factory=dict)
     _memo_lock: threading.Lock = field(default_factory=threading.Lock)
 
     def first_expired(self, today: date, limit: int) -> list[LessonRow]:
@@ -110,15 +115,15 @@ class Library:
         """``lessons.recall.below_reach`` of the first ``max_lines`` injected
         lessons by id, those not past review (a trace's floor lines), worked
         out once per context, day and snapshot."""
-        memo_key = ("below", ctx, params)
-        found = self._tag_memo.get(memo_key)
+        memo_key = (ctx, params)
+        found = self._below_memo.get(memo_key)
         if found is None:
             first = self.by_rank[: params.max_lines]
             found = below_reach([row for row in first if row.review_by >= ctx.today], ctx, params)
             with self._memo_lock:
-                if len(self._tag_memo) >= TAG_MEMO_SIZE:
-                    self._tag_memo.clear()
-                self._tag_memo[memo_key] = found
+                if len(self._below_memo) >= BELOW_MEMO_SIZE:
+                    self._below_memo.clear()
+                self._below_memo[memo_key] = found
         return found
 
     def tag_candidates(self, tags: tuple[str, ...], need: int) -> tuple[LessonRow, ...]:

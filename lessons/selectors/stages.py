@@ -80,8 +80,12 @@ def first_filtered_ids(course_ids, today: date) -> QuerySet:
     return Lesson.objects.filter(ranges).order_by("id").values("id")
 
 
-def active_ids(scope: Q) -> QuerySet:
-    """The ids of the scope's injected lessons by id (the primary key's order:
-    a read of the first few stops early whatever the library's size; those
-    past review are left to the reader)."""
-    return Lesson.objects.filter(scope, status=LessonStatus.INJECTED).order_by("id").values("id")
+def active_ids(course_ids) -> list[QuerySet]:
+    """The ids of the scope's injected lessons by id, per part of the scope:
+    each a range of ``lesson_scope_id_idx`` (course, status, id) already in id
+    order, so a read of the first few stops early however large the library
+    (those past review are left to the reader)."""
+    return [
+        Lesson.objects.filter(part, status=LessonStatus.INJECTED).order_by("id").values("id")
+        for part in _scope_parts(course_ids)
+    ]

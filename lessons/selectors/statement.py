@@ -1,6 +1,6 @@
 """The recall statement (SPEC §6, §10): the lessons that can reach the floor,
-the phrases a text holds, a stored trace's first filtered lessons and the
-stage counts, in ONE SQL statement whatever the library's size, compiled
+the phrases a text holds, a stored trace's first filtered and injected
+lessons and the stage counts, in ONE SQL statement whatever the library's size, compiled
 once per shape and process (``tutor.db.prepared``). It hands the rows to
 ``lessons.recall``; the snapshots (``lessons.selectors.library``) are its twin.
 Details: docs/architecture.md, The lesson recall statement.
@@ -26,6 +26,7 @@ from django.db.models import (
     Q,
     QuerySet,
     Subquery,
+    TextField,
     Value,
 )
 from django.db.models.functions import Cast, Coalesce, StrIndex
@@ -55,9 +56,10 @@ from lessons.selectors.stages import active_ids, first_filtered_ids, stage_count
 from lessons.text import tag_pairs
 from tutor.db.prepared import PreparedQuery
 
-# The one statement's rows: a lesson ("r"), a symptom phrase found in the
-# texts ("p", see ``_Shape.phrases_in_sql``), or the stage counts ("c"), told
-# apart by the first column.
+# The one statement's rows: a lesson ("r"), one of the first injected lessons
+# by id for a trace's floor lines ("a", with no body), a symptom phrase found in
+# the texts ("p", see ``_Shape.phrases_in_sql``), or the stage counts ("c"),
+# told apart by the first column.
 _LESSON, _ACTIVE, _PHRASE, _COUNTS = "r", "a", "p", "c"
 # Placeholders of the branches without a lesson. The counts branch takes plain
 # NULLs: Django leaves constants out of its GROUP BY (a cast would be grouped,
@@ -66,6 +68,7 @@ _NULL_ROW = tuple(Value(None, output_field=field()) for field in ROW_TYPES)
 # The phrase branch takes typed NULLs: PostgreSQL resolves an untyped NULL of
 # a SELECT DISTINCT as text, which a UNION with a uuid or jsonb column refuses.
 _TYPED_NULL_ROW = tuple(Cast(Value(None), output_field=field()) for field in ROW_TYPES)
+_NO_BODY = Cast(Value(""), output_field=TextField())
 _NULL_COUNTS = tuple(Cast(Value(None), output_field=IntegerField()) for _ in range(3))
 
 
@@ -117,7 +120,8 @@ class _Shape:
     # Tags alone reach the floor only with two or more shared: candidates by tag
     # pairs (and any symptom match), see ``tag_reach``.
     by_pairs: bool = False
-    # A stored trace's filtered lessons: the first this many of the scope by id (0: none).
+    # A stored trace's filtered lessons and its floor lines' injected ones: the
+    # first this many of the scope by id (0: none).
     filtered_lines: int = 0
 
     @property
@@ -334,15 +338,22 @@ def _recall_queryset(shape: _Shape, **values) -> QuerySet:
     if shape.filtered_lines:
         # A stored trace lists its filtered lessons by id (SPEC §6), then those
         # below the floor's reach while room remains: the first of each are read.
-        first = first_filtered_ids(values["course_ids"] if shape.scoped else None, values["today"])
-        for kind, ids in ((_LESSON, first), (_ACTIVE, active_ids(scope))):
-            parts.append((kind, Lesson.objects.filter(InSubquery(F("id"), ids[: shape.filtered_lines]))))
+        course_ids = values["course_ids"] if shape.scoped else None
+        first = first_filtered_ids(course_ids, values["today"])
+        parts.append((_LESSON, Lesson.objects.filter(InSubquery(F("id"), first[: shape.filtered_lines]))))
+        for ids in active_ids(course_ids):
+            parts.append((_ACTIVE, Lesson.objects.filter(InSubquery(F("id"), ids[: shape.filtered_lines]))))
     used, typed_unused, unused = (), (), ()
     if shape.in_session:
         used = (Exists(LessonHit.objects.filter(lesson_id=OuterRef("id"), session_id=values["session_id"])),)
         typed_unused = (Cast(Value(None), output_field=BooleanField()),)
         unused = (Value(None, output_field=BooleanField()),)
-    parts = [p.order_by().values_list(Value(kind), *ROW_COLUMNS, *used, *tail) for kind, p in parts]
+    # A floor line shows no body, and a lesson below the floor is never a use of the session.
+    below = tuple(_NO_BODY if column == "body" else column for column in ROW_COLUMNS) + typed_unused
+    parts = [
+        p.order_by().values_list(Value(kind), *(below if kind == _ACTIVE else (*ROW_COLUMNS, *used)), *tail)
+        for kind, p in parts
+    ]
     if known is not None:
         phrase_row = (_TYPED_NULL_ROW[0], "value", *_TYPED_NULL_ROW[2:], *typed_unused)
         parts.append(known.values_list(Value(_PHRASE), *phrase_row, *tail).distinct())
@@ -365,6 +376,10 @@ def _statement(
 
 _prepared: dict[_Shape, PreparedQuery] = {}
 _prepared_lock = threading.Lock()
+
+
+def _rank_order(row):
+    return row.rank_key
 
 
 def _prepared_for(shape: _Shape, names) -> PreparedQuery:
@@ -429,10 +444,8 @@ def lessons_recall(
     tz = timezone.get_current_timezone()
     read, active = set(), []
     for values in _run(bound):
-        if values[0] == _ACTIVE:  # the first injected lessons by id: a trace's floor lines
-            row = lesson_row(values[1:width], tz)
-            if row.review_by >= today:  # not past review
-                active.append(row)
+        if values[0] == _ACTIVE:  # the first injected lessons by id, of each part: floor lines
+            active.append(lesson_row(values[1:width], tz))
         elif values[0] == _LESSON:
             if values[1] in read:  # a filtered lesson among the candidates too
                 continue
@@ -451,7 +464,10 @@ def lessons_recall(
     else:
         symptoms_found = found_phrases(rows, query)
     ctx = RecallContext(tags=query.tags, symptoms=symptoms_found, today=today)
-    below = below_reach(active, ctx, params) if lines and active else ()
+    below = ()
+    if lines and active:  # the scope's first ``max_lines`` injected lessons by id, those not past review
+        active.sort(key=_rank_order)
+        below = below_reach([r for r in active[: params.max_lines] if r.review_by >= today], ctx, params)
     result = recall(rows, totals, ctx, params, lines=lines, below=below)
     result.used_in_session = frozenset(used)
     return result

@@ -67,6 +67,8 @@ def test_the_recall_plan_reads_lessons_by_id_whatever_the_values(
     )
 
     plan = plan_of_sql(sql, params)
+    if send:  # a trace's floor lines: the scope's first injected lessons by id, per part
+        assert "lesson_scope_id_idx" in plan, plan
 
     if connection.vendor == "postgresql":
         assert not re.search(r"Seq Scan on lessons_lesson(key)?\s", plan), plan

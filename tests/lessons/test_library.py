@@ -731,3 +731,62 @@ def test_lesson_changes_are_applied_to_both_snapshots_as_a_new_load_would_read_t
     assert str(injected[0].pk) not in shown
     forget_all()
     assert recalled(task_context(student_client, task)) == shown  # as after new loads
+
+
+@pytest.mark.django_db
+def test_a_trace_lists_the_floor_below_reach_in_rank_order_as_the_statement_does(
+    course, task, student, settings
+):
+    """More active lessons than the trace has lines, few filtered: the lines
+    left after the scored and filtered ones go to the lessons that cannot
+    reach the floor -- of the scope's first ``max_lines`` injected by id, in
+    rank order -- from the snapshots as from the statement."""
+    from tutor.models import TutorSession
+
+    settings.LESSON_TRACE_MAX_LINES = 50
+    rng = random.Random(20261207)
+    today = timezone.localdate()
+    for n in range(1, 151):
+        make_lesson(
+            id=lesson_id(n),
+            title=f"lesson {n}",
+            course=course,
+            tags=rng.sample(TAGS, rng.randint(0, 2)),
+            symptoms=rng.sample(SYMPTOMS, rng.randint(0, 1)),
+            review_by=today + timedelta(days=rng.choice([-3] + [60] * 9)),
+            last_hit=today - timedelta(days=rng.randint(0, 90)),
+            tokens=100,
+        )
+    make_lesson(course=course, tags=TASK_TAGS, status=LessonStatus.PENDING)
+    session = TutorSession.objects.create(student=student, task=task)
+    library, others = library_load(course.pk), other_library_load(course.pk)
+    params = RecallParams.from_settings()
+    listed_below = 0
+
+    for tags, texts in ((TASK_TAGS, ["timeout of 2000ms"]), ([], []), (["regex"], ["1 failing, 空数组"])):
+        statement = lessons_recall(course_ids=[course.pk], tags=tags, texts=texts, session_id=session.pk)
+        snapshot = library_recall(
+            library, tags=tags, texts=texts, today=today, params=params, others=others, lines=True
+        ).with_totals(scope_totals(library, others, today))
+
+        assert snapshot.lines == statement.lines and snapshot.omitted == statement.omitted
+        assert len(statement.lines) == 50 and statement.omitted["floor"] > 0
+        floor = [line for line in statement.lines if line["decision"] == "floor"]
+        assert [line["score"] for line in floor] == sorted((line["score"] for line in floor), reverse=True)
+        # Those that cannot reach the floor come from the first 50 injected by id.
+        first_ids = {str(lesson_id(n)) for n in range(1, 51)}  # lesson_id orders as n does
+        below = [
+            line["lesson"]
+            for line in floor
+            if params.w_tag * line["components"]["tag"] + params.w_symptom * line["components"]["symptom"]
+            < params.reach
+        ]
+        assert set(below) <= first_ids
+        listed_below += len(below)
+        listed = [line["lesson"] for line in statement.lines]
+        assert len(listed) == len(set(listed))
+
+    assert listed_below > 30
+    # The snapshot works a context's floor lines out once.
+    ctx = snapshot.context
+    assert library.below_reach(ctx, params) is library.below_reach(ctx, params)

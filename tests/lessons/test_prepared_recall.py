@@ -283,7 +283,8 @@ def test_the_stage_counts_read_index_ranges_only(course, library, today):
             cursor.execute(f"EXPLAIN QUERY PLAN {sql}", params)
             plan = [str(row[-1]) for row in cursor.fetchall()]
         searches = [step for step in plan if step.startswith(("SEARCH", "SCAN"))]
-        assert searches and all("USING COVERING INDEX lesson_scope_status_idx" in s for s in searches), plan
+        # Either scope index serves a count as an index-only range.
+        assert searches and all("USING COVERING INDEX lesson_scope_" in s for s in searches), plan
 
 
 def test_without_lines_the_decisions_are_the_same_and_no_line_is_written():

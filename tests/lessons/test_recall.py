@@ -582,3 +582,18 @@ def test_the_recall_statement_looks_lessons_up_by_key_and_id_never_by_scanning(c
     statement = recall_statement._statement(query, PARAMS, TODAY, with_counts=False)
     assert_looks_up_by_key_and_id(statement)
     assert len(list(statement)) == 200 + 1  # every lesson a candidate, and the phrase "x err"
+
+
+def test_a_lesson_already_listed_is_not_listed_again_below_the_floor():
+    """Two snapshots read at different moments may both hold a lesson (quarantined
+    in one, injected in the other): it is listed once, as the filter decided."""
+    moved = row(7, status="quarantined")
+    below = below_reach([row(7), row(8)], ctx(tags=["a"]), PARAMS)
+
+    result = recall([moved, row(1, tags={"a"})], None, ctx(tags=["a"]), PARAMS, below=below)
+
+    assert [(line["lesson"], line["decision"]) for line in result.lines] == [
+        (n(7), "filtered_status"),
+        (n(1), "recalled"),
+        (n(8), "floor"),
+    ]
