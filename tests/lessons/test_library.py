@@ -744,6 +744,7 @@ def test_a_trace_lists_the_floor_below_reach_in_rank_order_as_the_statement_does
     from tutor.models import TutorSession
 
     settings.LESSON_TRACE_MAX_LINES = 50
+    settings.LESSON_TRACE_FLOOR_LINES = 50  # the whole room (20 by default)
     rng = random.Random(20261207)
     today = timezone.localdate()
     for n in range(1, 151):

@@ -5,6 +5,7 @@ one-query selector against a brute-force reading of the seed."""
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from datetime import date, timedelta
 from unittest.mock import ANY
 
@@ -597,3 +598,13 @@ def test_a_lesson_already_listed_is_not_listed_again_below_the_floor():
         (n(1), "recalled"),
         (n(8), "floor"),
     ]
+
+
+def test_at_most_floor_lines_lessons_below_the_floor_are_listed_the_best_first():
+    rows = [row(i, age=i) for i in range(1, 31)]  # no shared tag: the decay part alone, newest best
+    params = replace(PARAMS, floor_lines=4)
+
+    result = run(rows, ctx(tags=["a"]), params)
+
+    assert [line["lesson"] for line in result.lines] == [n(1), n(2), n(3), n(4)]
+    assert result.counts["floor"] == 30 and result.omitted == {"floor": 26}

@@ -18,6 +18,7 @@ LESSON_RECALL_FLOOR = env_number("LESSON_RECALL_FLOOR", 0.4)
 LESSON_RECALL_TOP_K = env_int("LESSON_RECALL_TOP_K", 3)
 LESSON_RECALL_BUDGET_TOKENS = env_int("LESSON_RECALL_BUDGET_TOKENS", 800)
 LESSON_TRACE_MAX_LINES = env_int("LESSON_TRACE_MAX_LINES", 200, minimum=1)
+LESSON_TRACE_FLOOR_LINES = env_int("LESSON_TRACE_FLOOR_LINES", 20, minimum=0)
 LESSON_PROMOTE_HITS = env_int("LESSON_PROMOTE_HITS", 3, minimum=1)  # real uses before a skill candidate
 LESSON_QUARANTINE_HARMFUL = env_int("LESSON_QUARANTINE_HARMFUL", 3, minimum=1)
 # A global lesson is quarantined automatically only on harmful marks from this many
