@@ -46,6 +46,7 @@ from lessons.selectors.rows import (
     SQL_SLACK,
     lesson_row,
     lessons_scope,
+    rank_order,
     recall_query,
     symptom_probe,
     tag_reach,
@@ -98,60 +99,55 @@ class Library:
     _below_memo: dict = field(default_factory=dict)
     _memo_lock: threading.Lock = field(default_factory=threading.Lock)
 
-    def first_expired(self, today: date, limit: int) -> list[LessonRow]:
-        """The first ``limit`` lessons past review on ``today`` by id, worked
-        out once per day and snapshot (a snapshot never changes)."""
-        memo_key = ("expired", today, limit)
-        found = self._tag_memo.get(memo_key)
+    def _kept(self, memo: dict, size: int, key, make):
+        """``make()``'s value, worked out once per ``key`` and snapshot (a snapshot
+        never changes); ``memo`` is emptied once it holds ``size`` values."""
+        found = memo.get(key)
         if found is None:
-            found = sorted(self.by_review[: _expired_count(self, today)], key=_rank_order)[:limit]
+            found = make()
             with self._memo_lock:
-                if len(self._tag_memo) >= TAG_MEMO_SIZE:
-                    self._tag_memo.clear()
-                self._tag_memo[memo_key] = found
+                if len(memo) >= size:
+                    memo.clear()
+                memo[key] = found
         return found
+
+    def first_expired(self, today: date, limit: int) -> list[LessonRow]:
+        """The first ``limit`` lessons past review on ``today`` by id, once per day."""
+        return self._kept(
+            self._tag_memo,
+            TAG_MEMO_SIZE,
+            ("expired", today, limit),
+            lambda: sorted(self.by_review[: _expired_count(self, today)], key=rank_order)[:limit],
+        )
 
     def below_reach(self, ctx: RecallContext, params: RecallParams) -> tuple:
         """``lessons.recall.below_reach`` of the first ``max_lines`` injected
-        lessons by id, those not past review (a trace's floor lines), worked
-        out once per context, day and snapshot."""
-        memo_key = (ctx, params)
-        found = self._below_memo.get(memo_key)
-        if found is None:
+        lessons by id, those not past review (a trace's floor lines), once per
+        context and day."""
+
+        def make():
             first = self.by_rank[: params.max_lines]
-            found = below_reach([row for row in first if row.review_by >= ctx.today], ctx, params)
-            with self._memo_lock:
-                if len(self._below_memo) >= BELOW_MEMO_SIZE:
-                    self._below_memo.clear()
-                self._below_memo[memo_key] = found
-        return found
+            return below_reach([row for row in first if row.review_by >= ctx.today], ctx, params)
+
+        return self._kept(self._below_memo, BELOW_MEMO_SIZE, (ctx, params), make)
 
     def tag_candidates(self, tags: tuple[str, ...], need: int) -> tuple[LessonRow, ...]:
         """The lessons sharing at least ``need`` of ``tags``."""
-        memo_key = (tags, need)
-        found = self._tag_memo.get(memo_key)
-        if found is not None:
-            return found
-        shared: dict[object, int] = {}
-        rows: dict[object, LessonRow] = {}
-        for tag in tags:
-            for row in self.by_tag.get(tag, ()):
-                shared[row.id] = shared.get(row.id, 0) + 1
-                rows[row.id] = row
-        found = tuple(rows[lesson_id] for lesson_id, n in shared.items() if n >= need)
-        with self._memo_lock:
-            if len(self._tag_memo) >= TAG_MEMO_SIZE:
-                self._tag_memo.clear()
-            self._tag_memo[memo_key] = found
-        return found
+
+        def make():
+            shared: dict[object, int] = {}
+            rows: dict[object, LessonRow] = {}
+            for tag in tags:
+                for row in self.by_tag.get(tag, ()):
+                    shared[row.id] = shared.get(row.id, 0) + 1
+                    rows[row.id] = row
+            return tuple(rows[lesson_id] for lesson_id, n in shared.items() if n >= need)
+
+        return self._kept(self._tag_memo, TAG_MEMO_SIZE, (tags, need), make)
 
 
 def _review_order(row: LessonRow) -> tuple:
     return row.review_by, row.rank_key
-
-
-def _rank_order(row: LessonRow):
-    return row.rank_key
 
 
 def _expired_count(library: Library, today: date) -> int:
@@ -164,7 +160,7 @@ def first_filtered(library: Library, others: Library, today: date, limit: int) -
     expired = library.first_expired(today, limit)
     # By id: a lesson that moved between the two snapshots' catch-ups is listed once.
     rows = {row.id_text: row for row in (*others.by_rank[:limit], *expired[:limit])}
-    return sorted(rows.values(), key=_rank_order)[:limit]
+    return sorted(rows.values(), key=rank_order)[:limit]
 
 
 def _library(values) -> Library:
@@ -182,7 +178,7 @@ def _library(values) -> Library:
         rows=rows,
         by_id={row.id_text: row for row in rows},
         by_review=tuple(sorted(rows, key=_review_order)),
-        by_rank=tuple(sorted(rows, key=_rank_order)),
+        by_rank=tuple(sorted(rows, key=rank_order)),
         by_tag={tag: tuple(found) for tag, found in by_tag.items()},
         by_anchor={
             anchor: tuple((phrase, mark, tuple(found)) for phrase, (mark, found) in phrases.items())
@@ -204,12 +200,12 @@ def _library_apply(library: Library, ids: frozenset[str], values) -> Library:
     by_review, by_rank = list(library.by_review), list(library.by_rank)
     for row in gone:
         del by_id[row.id_text]
-        for ordered, order in ((by_review, _review_order), (by_rank, _rank_order)):
+        for ordered, order in ((by_review, _review_order), (by_rank, rank_order)):
             del ordered[bisect.bisect_left(ordered, order(row), key=order)]
     for row in fresh:
         by_id[row.id_text] = row
         bisect.insort(by_review, row, key=_review_order)
-        bisect.insort(by_rank, row, key=_rank_order)
+        bisect.insort(by_rank, row, key=rank_order)
     by_tag = dict(library.by_tag)
     for tag in {tag for row in (*gone, *fresh) for tag in row.tags}:
         kept = [row for row in library.by_tag.get(tag, ()) if row.id_text not in ids]

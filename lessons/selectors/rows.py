@@ -216,3 +216,8 @@ def padded(values: list) -> list:
     if not values:
         return values
     return values + values[-1:] * ((1 << (len(values) - 1).bit_length()) - len(values))
+
+
+def rank_order(row: LessonRow):
+    """A row's place by id, as recall breaks ties (``LessonRow.rank_key``)."""
+    return row.rank_key

@@ -49,6 +49,7 @@ from lessons.selectors.rows import (
     lesson_row,
     lessons_scope,
     padded,
+    rank_order,
     recall_query,
     tag_reach,
 )
@@ -378,10 +379,6 @@ _prepared: dict[_Shape, PreparedQuery] = {}
 _prepared_lock = threading.Lock()
 
 
-def _rank_order(row):
-    return row.rank_key
-
-
 def _prepared_for(shape: _Shape, names) -> PreparedQuery:
     """The statement of ``shape``, compiled once per process (tutor.db.prepared)."""
     prepared = _prepared.get(shape)
@@ -466,7 +463,7 @@ def lessons_recall(
     ctx = RecallContext(tags=query.tags, symptoms=symptoms_found, today=today)
     below = ()
     if lines and active:  # the scope's first ``max_lines`` injected lessons by id, those not past review
-        active.sort(key=_rank_order)
+        active.sort(key=rank_order)
         below = below_reach([r for r in active[: params.max_lines] if r.review_by >= today], ctx, params)
     result = recall(rows, totals, ctx, params, lines=lines, below=below)
     result.used_in_session = frozenset(used)
