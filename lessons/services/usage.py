@@ -7,7 +7,6 @@ from __future__ import annotations
 from functools import partial
 
 from django.db import transaction
-from django.db.models import F
 from django.utils import timezone
 
 from lessons.access import ensure_can_manage
@@ -15,7 +14,7 @@ from lessons.models import Lesson, LessonHit, RecalledLesson, RecallTrace, Skill
 from lessons.recall import RecallResult
 from lessons.selectors.library import lessons_changed
 from tutor.audit import audit_record
-from tutor.context.providers import SendEffects
+from tutor.context.providers import Count, SendEffects
 from tutor.kernel.conf import optional_setting
 from tutor.kernel.errors import Conflict
 from tutor.models import AuditEvent
@@ -48,11 +47,10 @@ def recall_trace(result: RecallResult, *, student, task, session_id, correlation
 
 def recall_effects(*, result: RecallResult, student, task, session_id, correlation_id: str) -> SendEffects:
     """A real send's recall, as the tutor turn stores it with the reply: the
-    trace and its recalled lessons (unsaved), and -- when a recalled lesson
-    is a new use of the session -- the count of those uses as the follow-up
-    (``recall_uses_count``). Lessons the session had used when recall read
-    them stay used: only the others can be new uses (a session's sends never
-    overlap)."""
+    trace and its recalled lessons (unsaved) and, for each recalled lesson
+    that is a new use of the session, its hit row and its count (``uses``).
+    Lessons the session had used when recall read them stay used: only the
+    others can be new uses (a session's sends never overlap)."""
     trace = recall_trace(
         result, student=student, task=task, session_id=session_id, correlation_id=correlation_id
     )
@@ -61,42 +59,44 @@ def recall_effects(*, result: RecallResult, student, task, session_id, correlati
         for rank, lesson_id in enumerate(result.recalled_ids, 1)
     ]
     new = [lesson_id for lesson_id in result.recalled_ids if lesson_id not in result.used_in_session]
-    follow_up = None
-    if session_id is not None and new:
-        follow_up = partial(recall_uses_count, result=result, trace=trace, session_id=session_id, new=new)
-    return SendEffects(records=(trace, *recalled), follow_up=follow_up)
-
-
-def recall_uses_count(*, result: RecallResult, trace: RecallTrace, session_id, new: list) -> None:
-    """Count each recalled lesson's use at most once per (lesson, session),
-    once ``trace`` is stored: ``hit_count`` + 1 and ``last_hit`` = today in
-    one atomic UPDATE. A lesson whose ``hit_count`` then stands at ≥
-    LESSON_PROMOTE_HITS and has no skill candidate gets one -- once, whatever
-    races (one candidate per lesson, a unique constraint). Runs in the
-    reply's transaction (``tutor.chat.services``), in a savepoint of its own."""
-    # A hit row per (lesson, session): the ones this trace got are the new
-    # uses, counted and checked for promotion without reading them back.
-    LessonHit.objects.bulk_create(
-        (LessonHit(lesson_id=lesson_id, session_id=session_id, trace=trace) for lesson_id in new),
-        ignore_conflicts=True,
+    if session_id is None or not new:
+        return SendEffects(records=(trace, *recalled))
+    hits = [LessonHit(lesson_id=lesson_id, session_id=session_id, trace=trace) for lesson_id in new]
+    counted = uses(new, result.context.today)
+    return SendEffects(
+        records=(trace, *recalled, *hits), counts=(counted,), written=_first_hits_today(result, new)
     )
-    counted = LessonHit.objects.filter(trace=trace).values("lesson_id")
+
+
+def uses(lesson_ids: list, today) -> Count:
+    """Each new use counted -- at most once per (lesson, session): the hit
+    rows are written with it -- as ``hit_count`` + 1 and ``last_hit`` = today
+    in one UPDATE; a lesson whose ``hit_count`` then stands at ≥
+    LESSON_PROMOTE_HITS and has no skill candidate gets one, once, whatever
+    races (one candidate per lesson, a unique constraint). Written by the
+    tutor turn with the reply (``tutor.db.guarded_writes.Count``)."""
+    return Count(
+        model=Lesson,
+        pks=tuple(lesson_ids),
+        counter="hit_count",
+        also={"last_hit": today},
+        at=promote_hits(),
+        then={lesson_id: SkillCandidate(lesson_id=lesson_id, hit_count=0) for lesson_id in lesson_ids},
+        then_field="hit_count",
+    )
+
+
+def _first_hits_today(result: RecallResult, new: list):
+    """A lesson's decay part counts from its last hit (SPEC §6): its row in
+    the snapshots changes once a day, not on every hit, and each process
+    applies that row alone -- every course's snapshot for a global lesson.
+    Only injected lessons are hit. None when no lesson is hit first today."""
     today = result.context.today
-    Lesson.objects.filter(pk__in=counted).update(hit_count=F("hit_count") + 1, last_hit=today)
-    first_today = [s.row for s in result.recalled if s.row.id in new and s.row.last_hit != today]
-    if first_today:
-        # A lesson's decay part counts from its last hit (SPEC §6): its row in
-        # the snapshots changes once a day, not on every hit, and each process
-        # applies that row alone -- every course's snapshot for a global
-        # lesson. Only injected lessons are hit.
-        courses = {row.course_id for row in first_today}
-        lessons_changed(*courses, other=False, rows=[row.id for row in first_today])
-    promoted = Lesson.objects.filter(
-        pk__in=counted, hit_count__gte=promote_hits(), skill_candidate__isnull=True
-    ).values_list("pk", "hit_count")
-    SkillCandidate.objects.bulk_create(
-        (SkillCandidate(lesson_id=pk, hit_count=hits) for pk, hits in promoted), ignore_conflicts=True
-    )
+    first = [s.row for s in result.recalled if s.row.id in new and s.row.last_hit != today]
+    if not first:
+        return None
+    courses = {row.course_id for row in first}
+    return partial(lessons_changed, *courses, other=False, rows=[row.id for row in first])
 
 
 @transaction.atomic(durable=True)

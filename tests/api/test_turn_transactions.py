@@ -11,7 +11,7 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from lessons.models import LessonHit, RecallTrace
+from lessons.models import Lesson, LessonHit, RecallTrace, SkillCandidate
 from tests.api.test_reply_claims import claim_aged, send
 from tests.lessons.conftest import bulk_lessons
 from tests.lessons.test_tutor_context import TASK_TAGS
@@ -23,7 +23,7 @@ WRITE = re.compile(r"(\d+ times: )?(INSERT|UPDATE)", re.IGNORECASE)
 
 @pytest.mark.django_db(transaction=True)
 def test_an_offline_turn_with_recalled_lessons_is_written_in_two_writes(
-    course, task, student_client, session_id
+    course, task, student, student_client, session_id
 ):
     """Committed for real (no test transaction around it): the claim with the
     user message, then the reply with its ModelCall row, the recall trace
@@ -55,6 +55,41 @@ def test_an_offline_turn_with_recalled_lessons_is_written_in_two_writes(
         assert all(any(start < i < end for start, end in spans) for i in writes), statements
     assert RecallTrace.objects.count() == 2 and LessonHit.objects.count() == 3
     assert ModelCall.objects.filter(model="offline").count() == 2
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_new_sessions_first_uses_are_counted_in_the_replys_one_write(
+    course, task, student, student_client, session_id
+):
+    """Issue 42: the lessons' first uses in a session -- their hit rows, the
+    counts and the promotion of a lesson reaching three -- go with the reply
+    in its one write, as a warm turn's effects do: on PostgreSQL one
+    statement, on SQLite one transaction; nothing after it."""
+    bulk_lessons(course, 3, tags=TASK_TAGS)
+    send(student_client, session_id, "a first one")  # this process's snapshots; each lesson's first hit today
+    due = Lesson.objects.filter(course=course).first()
+    Lesson.objects.filter(pk=due.pk).update(hit_count=2)
+    session_id = sessions.session_open(student=student, task=task, new=True)[0].pk
+
+    with CaptureQueriesContext(connection) as captured:
+        response = send(student_client, session_id)
+
+    assert response.status_code == 201, response.content
+    statements = [query["sql"] for query in captured.captured_queries]
+    writes = [sql for sql in statements if WRITE.match(sql) or sql.startswith("WITH ")]
+    if connection.vendor == "postgresql":
+        assert [sql[:24] for sql in writes] == ['WITH "guard" AS (UPDATE '] * 2, statements
+        for table in ("lessons_lessonhit", 'UPDATE "lessons_lesson"', "lessons_skillcandidate"):
+            assert table in writes[1], writes[1]
+    else:
+        commits = [i for i, sql in enumerate(statements) if sql.upper().startswith("COMMIT")]
+        assert len(commits) == 2 and not any("SAVEPOINT" in sql for sql in statements), statements
+        last_write = max(i for i, sql in enumerate(statements) if sql in writes)
+        assert last_write < commits[1], statements
+    counts = dict(Lesson.objects.values_list("pk", "hit_count"))
+    assert sorted(counts.values()) == [2, 2, 3]
+    assert list(SkillCandidate.objects.values_list("lesson_id", "hit_count")) == [(due.pk, 3)]
+    assert LessonHit.objects.filter(session_id=session_id).count() == 3
 
 
 @pytest.mark.django_db
@@ -154,12 +189,19 @@ def test_a_savepoint_that_cannot_be_rolled_back_is_a_503_not_a_lost_reply(
     connection broke): the reply's whole transaction can only roll back, so
     the turn is a 503 -- not a 201 for a reply that was never stored."""
     bulk_lessons(course, 3, tags=TASK_TAGS)
+    import dataclasses
+
     from django.db import DatabaseError
 
-    from lessons.services import usage
+    from lessons import providers as lesson_providers
 
     def failing(*args, **kwargs):
         raise RuntimeError("the effect failed")
+
+    real_effects = lesson_providers.recall_effects
+
+    def with_a_failing_follow_up(**kwargs):  # a follow-up: the effects are written apart
+        return dataclasses.replace(real_effects(**kwargs), follow_up=failing)
 
     real_rollback, rollbacks = connection.savepoint_rollback, []
 
@@ -169,7 +211,7 @@ def test_a_savepoint_that_cannot_be_rolled_back_is_a_503_not_a_lost_reply(
             raise DatabaseError("the connection broke")
         return real_rollback(sid)
 
-    monkeypatch.setattr(usage, "recall_uses_count", failing)  # the lessons' first uses: a follow-up
+    monkeypatch.setattr(lesson_providers, "recall_effects", with_a_failing_follow_up)
     monkeypatch.setattr(connection, "savepoint_rollback", broken_rollback)
     with django_capture_on_commit_callbacks(execute=True):
         response = send(student_client, session_id)

@@ -700,14 +700,6 @@ def write_queries(inserts: int) -> int:
     return 2 + (1 if connection.vendor == "postgresql" else 1 + inserts)
 
 
-def classic_reply_queries(effects: int) -> int:
-    """A reply whose send's effects are more than rows to insert (a lesson's
-    first use in the session: its hit is counted): savepoint, UPDATE count
-    and pending, INSERT the reply, the effects' savepoint, their
-    statements, release, release."""
-    return 2 + 1 + 1 + 2 + effects
-
-
 # POST /api/tutor/sessions/{id}/messages/:
 #   token auth (1); the caller's session with task, course and rubric, the
 #   versions of the request's snapshots (tutor.db.snapshots), the session's

@@ -5,7 +5,7 @@ on PostgreSQL made of the ORM's own statements, a transaction on SQLite."""
 from __future__ import annotations
 
 import uuid
-from datetime import timedelta
+from datetime import date, timedelta
 
 import pytest
 from django.db import IntegrityError, connection, transaction
@@ -13,10 +13,10 @@ from django.db.models.signals import post_save, pre_save
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from lessons.models import RecalledLesson, RecallTrace
+from lessons.models import Lesson, RecalledLesson, RecallTrace, SkillCandidate
 from tests.lessons.conftest import make_lesson
 from tutor.chat.services import CLAIM, MESSAGE, REPLY, session_open
-from tutor.db.guarded_writes import GUARD, Row, guarded_write, statement_sql
+from tutor.db.guarded_writes import GUARD, Count, Row, counts_run, guarded_write, statement_sql
 from tutor.db.inserts import prepared_insert
 from tutor.llm import MODEL_CALL
 from tutor.models import ModelCall, TutorMessage, TutorSession
@@ -227,3 +227,79 @@ def test_a_failing_post_save_receiver_takes_the_write_with_it(task, student):
     assert not TutorMessage.objects.exists()
     assert TutorSession.objects.get(pk=session.pk).reply_pending_since is None
     assert guarded_write(CLAIM, claim_values(session), [], using="default").count == 1
+
+
+# --- counts written with the guarded write (a lesson's uses, SPEC §6) ----------------------------
+
+
+def uses_of(*lessons, at=3) -> Count:
+    """The lessons' uses counted as the tutor turn counts them, with a
+    skill candidate for each that stands at ``at`` or more."""
+    return Count(
+        model=Lesson,
+        pks=tuple(lesson.pk for lesson in lessons),
+        counter="hit_count",
+        also={"last_hit": date(2026, 3, 4)},
+        at=at,
+        then={lesson.pk: SkillCandidate(lesson_id=lesson.pk, hit_count=0) for lesson in lessons},
+        then_field="hit_count",
+    )
+
+
+def test_counts_move_with_the_write_and_promote_what_reaches_the_threshold_once(course, task, student):
+    session, _ = session_open(student=student, task=task)
+    low, due, promoted = (make_lesson(course=course, hit_count=n) for n in (0, 2, 7))
+    SkillCandidate.objects.create(lesson=promoted, hit_count=3, status="dismissed")
+
+    with CaptureQueriesContext(connection) as captured:
+        updated = guarded_write(
+            CLAIM, claim_values(session), [], using="default", counts=[uses_of(low, due, promoted)]
+        )
+
+    assert updated.count == 1
+    counts = dict(Lesson.objects.values_list("pk", "hit_count"))
+    assert (counts[low.pk], counts[due.pk], counts[promoted.pk]) == (1, 3, 8)
+    assert set(Lesson.objects.values_list("last_hit", flat=True)) == {date(2026, 3, 4)}
+    candidates = {c.lesson_id: (c.hit_count, c.status) for c in SkillCandidate.objects.all()}
+    assert candidates == {due.pk: (3, "open"), promoted.pk: (3, "dismissed")}  # a candidate is kept
+    if connection.vendor == "postgresql":
+        assert [q["sql"].split(" ")[0] for q in captured.captured_queries] == ["SAVEPOINT", "WITH", "RELEASE"]
+
+
+def test_counts_move_nothing_when_the_update_changes_no_row(course, task, student):
+    session, _ = session_open(student=student, task=task)
+    TutorSession.objects.filter(pk=session.pk).update(reply_pending_since=timezone.now())  # held
+    lesson = make_lesson(course=course, hit_count=2)
+
+    updated = guarded_write(CLAIM, claim_values(session), [], using="default", counts=[uses_of(lesson)])
+
+    assert updated.count == 0
+    assert Lesson.objects.get(pk=lesson.pk).hit_count == 2 and not SkillCandidate.objects.exists()
+
+
+def test_a_refused_row_leaves_the_counts_unmoved(course, task, student):
+    session, _ = session_open(student=student, task=task)
+    lesson = make_lesson(course=course, hit_count=2)
+    trace = RecallTrace(correlation_id="c", course=task.course, student=student, task=task, budget_tokens=-1)
+
+    with pytest.raises(IntegrityError), transaction.atomic():  # budget_tokens: CHECK >= 0
+        guarded_write(
+            CLAIM, claim_values(session), [Row(TRACE, trace)], using="default", counts=[uses_of(lesson)]
+        )
+
+    assert Lesson.objects.get(pk=lesson.pk).hit_count == 2 and not SkillCandidate.objects.exists()
+
+
+def test_counts_run_apart_as_they_run_in_the_write(course, lesson_pair):
+    low, due = lesson_pair
+
+    counts_run([uses_of(low, due)], using="default")
+    counts_run([uses_of(low, due)], using="default")  # the candidate is made once
+
+    assert dict(Lesson.objects.values_list("pk", "hit_count")) == {low.pk: 2, due.pk: 4}
+    assert list(SkillCandidate.objects.values_list("lesson_id", "hit_count")) == [(due.pk, 3)]
+
+
+@pytest.fixture
+def lesson_pair(course):
+    return make_lesson(course=course, hit_count=0), make_lesson(course=course, hit_count=2)

@@ -19,7 +19,7 @@ from tutor.chat.assembler import AssembledContext, assemble_context, context_sen
 from tutor.chat.offline import offline_reply
 from tutor.chat.selectors import SessionRead, earlier_messages
 from tutor.context.providers import SendEffects
-from tutor.db.guarded_writes import Row, guarded_write, insert_in_order
+from tutor.db.guarded_writes import Row, counts_run, guarded_write, insert_in_order
 from tutor.db.inserts import prepared_insert
 from tutor.db.prepared import PreparedUpdate
 from tutor.kernel.errors import Conflict, ServiceUnavailable
@@ -261,7 +261,7 @@ def _store_reply(session, claim, user_message, text: str, context, *, offline: b
     again.
 
     When no section's effects have a follow-up, the reply, its model call
-    and the effects' records are one write (``tutor.db.guarded_writes``).
+    and the effects' records and counts are one write (``tutor.db.guarded_writes``).
     Else -- or should the database refuse that write (``REFUSED``): the
     effects may be what it refused -- the reply is stored in a transaction
     and the effects written after it in a savepoint of it (``_effects_write``),
@@ -280,13 +280,15 @@ def _store_reply(session, claim, user_message, text: str, context, *, offline: b
         stored = None
         if not any(found.follow_up is not None for found in effects):
             records = [Row.of(record) for found in effects for record in found.records]
+            counts = [count for found in effects for count in found.counts]
             try:
-                stored = guarded_write(REPLY, release, rows + records, using=using)
+                stored = guarded_write(REPLY, release, rows + records, using=using, counts=counts)
             except REFUSED:
                 log.exception("session %s: the reply and its effects were refused as one write", session.pk)
         if stored is not None:
             if stored.count != 1:
                 raise _ClaimLost
+            _effects_written(effects, user_message)
             message_after_send(session=session, user_message=user_message, reply=reply)
             return reply
         with transaction.atomic(using=using):
@@ -332,7 +334,7 @@ def _send_effects(context: AssembledContext, user_message: TutorMessage) -> list
 
 
 def _effects_write(effects: list[SendEffects], user_message: TutorMessage, using: str) -> None:
-    """The effects apart from the reply's write: their records, then their
+    """The effects apart from the reply's write: their records, counts and
     follow-ups, in a savepoint of the reply's transaction, so that a failing
     effect is rolled back alone (logged: the exchange is stored anyway)."""
     if not effects:
@@ -340,11 +342,25 @@ def _effects_write(effects: list[SendEffects], user_message: TutorMessage, using
     try:
         with transaction.atomic(using=using):
             insert_in_order([record for found in effects for record in found.records], using=using)
+            counts_run([count for found in effects for count in found.counts], using=using)
             for found in effects:
                 if found.follow_up is not None:
                     found.follow_up()
+            _effects_written(effects, user_message)
     except Exception:
         log.exception("after-send effects failed for message %s", user_message.pk)
+
+
+def _effects_written(effects: list[SendEffects], user_message: TutorMessage) -> None:
+    """Each section's step for its effects once written (logged when it
+    fails: what was written stays)."""
+    for found in effects:
+        if found.written is None:
+            continue
+        try:
+            found.written()
+        except Exception:
+            log.exception("a step after the effects of message %s failed", user_message.pk)
 
 
 def _reply_text(session: TutorSession, context: AssembledContext, content: str, correlation_id: str):

@@ -20,6 +20,7 @@ from tutor.context.budgets import (
     budget,
     cut,
 )
+from tutor.db.guarded_writes import Count  # a send effect's counter: part of this protocol
 from tutor.kernel.fencing import fence
 from tutor.kernel.rubrics import CriterionKind
 from tutor.models import Task
@@ -74,14 +75,18 @@ class Section:
 @dataclass(frozen=True)
 class SendEffects:
     """A section's effects of a real send (SPEC §4), as data: ``records`` are
-    unsaved model instances stored with the reply (the lessons' recall trace
-    and its recalled lessons), in order; ``follow_up`` is the owning app's
-    step that must run after them, in the reply's transaction (counting a
-    lesson's first use in a session), or None. How they are written is the
+    unsaved model instances stored with the reply (the lessons' recall trace,
+    its recalled lessons, their hits), in order; ``counts`` are counters the
+    send moves (``Count``: a lesson's uses, and its promotion); ``written``
+    runs once they are written (in their transaction, or after their one
+    write); ``follow_up`` is a step of the owning app that must run after
+    them in the reply's transaction, or None. How they are written is the
     tutor turn's choice: with the reply in its one write when no section has
     a follow-up, else after it in a savepoint of its transaction."""
 
     records: tuple = ()
+    counts: tuple[Count, ...] = ()
+    written: Callable[[], None] | None = None
     follow_up: Callable[[], None] | None = None
 
 

@@ -333,6 +333,7 @@ class Updated:
 
     count: int
     values: list | None
+    rows: list[tuple] | None = None  # every ``returning`` column, when it names several
 
 
 class PreparedUpdate(PreparedQuery):
@@ -340,17 +341,24 @@ class PreparedUpdate(PreparedQuery):
     ``PreparedQuery``: ``build(**params)`` returns ``(queryset, values)``.
 
     The SQL is the ORM's own UPDATE with ``RETURNING`` of the ``returning``
-    column appended, so each run reports the rows it changed (their number
-    and that column) in the same statement. As ``QuerySet.update``, it sends
+    column (or columns) appended, so each run reports the rows it changed
+    (their number and those columns) in the same statement. As ``QuerySet.update``, it sends
     no signals and calls no ``save()``. On a database without ``UPDATE …
     RETURNING`` it runs as ``queryset.update(**values)`` itself."""
 
     def __init__(
-        self, build: Callable[..., tuple], *, returning: str, shape: tuple[str, ...] = (), **kinds: str
+        self,
+        build: Callable[..., tuple],
+        *,
+        returning: str | tuple[str, ...],
+        shape: tuple[str, ...] = (),
+        **kinds: str,
     ):
         super().__init__(build, shape=shape, **kinds)
-        self.returning = returning
-        self.returning_column = returning  # the column's name, once compiled
+        # One field, or several (their rows come back in ``Updated.rows``).
+        self.returned = (returning,) if isinstance(returning, str) else tuple(returning)
+        self.returning = self.returned[0]
+        self.returning_column = self.returning  # the column's name, once compiled
 
     def _statement(self, built, using: str) -> tuple:
         queryset, values = built
@@ -384,15 +392,15 @@ class PreparedUpdate(PreparedQuery):
         sql, params = compiler.as_sql()  # a filter across a relation becomes pk IN (…) here
         if not sql:
             raise PreparationError("the update sets nothing")
-        field = queryset.model._meta.get_field(self.returning)
-        self.returning_column = field.column
-        quoted = compiler.connection.ops.quote_name(field.column)
+        fields = [queryset.model._meta.get_field(name) for name in self.returned]
+        self.returning_column = fields[0].column
+        quoted = ", ".join(compiler.connection.ops.quote_name(field.column) for field in fields)
         return (
             compiler,
             f"{sql} RETURNING {quoted}",
             params,
-            (self.returning,),
-            [field.get_col(query.base_table)],
+            self.returned,
+            [field.get_col(query.base_table) for field in fields],
         )
 
     def run(self, using: str, **values) -> Updated:
@@ -407,4 +415,5 @@ class PreparedUpdate(PreparedQuery):
         # As QuerySet.update: a failed statement inside an atomic block marks it for rollback.
         with transaction.mark_for_rollback_on_error(using=using):
             fetched = self._fetch(using, values)[1]
-        return Updated(count=len(fetched), values=[row[0] for row in fetched])
+        rows = [tuple(row) for row in fetched] if len(self.returned) > 1 else None
+        return Updated(count=len(fetched), values=[row[0] for row in fetched], rows=rows)
