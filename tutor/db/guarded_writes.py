@@ -1,5 +1,5 @@
-"""An UPDATE and the rows written with it -- only when it changed a row --
-as one atomic write (SPEC §4, §10): on PostgreSQL one statement (a turn's two
+"""An UPDATE and the rows written and counted with it -- only when it changed
+a row -- as one atomic write (SPEC §4, §10): on PostgreSQL one statement (a turn's two
 writes went from fourteen round trips to two on the benchmark), on SQLite a
 transaction; held to the ORM's statements and ``create()``'s rows by
 tests/tutor/test_guarded_writes.py. Details: docs/architecture.md, A turn's writes.
