@@ -19,6 +19,7 @@ from corrections.selectors.injection import (
     RowTexts,
     Selection,
 )
+from tutor.db.prepared import PreparedQuery
 from tutor.db.snapshots import SnapshotStore, scope_changed, user_scope_key
 
 MEMORY_SCOPE = "memory"
@@ -58,11 +59,21 @@ class UserMemory:
     sessions: dict[object, tuple[_Item, ...]]  # session id → its items of the other kinds
 
 
+# A student's first request loads their memory: the two reads compiled once
+# per process (SPEC §10), not built again for each student.
+_ITEMS = PreparedQuery(
+    lambda user_id: MemoryItem.objects.filter(user_id=user_id).values(*ITEM_COLUMNS), user_id="int"
+)
+_TOKENS = PreparedQuery(
+    lambda user_id: MemoryToken.objects.filter(user_id=user_id).values("memory_id", "token"), user_id="int"
+)
+
+
 def user_memory_load(user_id) -> UserMemory:
     """Two queries: the user's items and their tokens."""
-    items = {row["id"]: row for row in MemoryItem.objects.filter(user_id=user_id).values(*ITEM_COLUMNS)}
+    items = {row["id"]: row for row in _ITEMS.rows(user_id=user_id)}
     tokens: dict[object, set[str]] = {}
-    for memory_id, token in MemoryToken.objects.filter(user_id=user_id).values_list("memory_id", "token"):
+    for memory_id, token in _TOKENS.tuples(user_id=user_id):
         tokens.setdefault(memory_id, set()).add(token)
     preferences, others, sessions = [], [], {}
     by_token: dict[str, list[_Item]] = {}
