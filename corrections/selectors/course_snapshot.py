@@ -209,7 +209,7 @@ def course_facts_apply(snapshot: CourseFacts, course_id, ids: frozenset[str]) ->
     )
 
 
-COURSE_FACTS = SnapshotStore("corrections", course_facts_load, apply=course_facts_apply)
+COURSE_FACTS = SnapshotStore("corrections", course_facts_load, apply=course_facts_apply, freeze=True)
 
 
 def facts_from_snapshot(

@@ -281,8 +281,8 @@ def other_library_apply(library: Library, course_id, ids: frozenset[str]) -> Lib
     return _library_apply(library, ids, values)
 
 
-LIBRARIES = SnapshotStore("lessons", library_load, apply=library_apply)
-OTHER_LIBRARIES = SnapshotStore("lessons_other", other_library_load, apply=other_library_apply)
+LIBRARIES = SnapshotStore("lessons", library_load, apply=library_apply, freeze=True)
+OTHER_LIBRARIES = SnapshotStore("lessons_other", other_library_load, apply=other_library_apply, freeze=True)
 
 
 def library_recall(

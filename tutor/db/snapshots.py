@@ -10,6 +10,7 @@ docs/architecture.md, Snapshots.
 from __future__ import annotations
 
 import functools
+import gc
 import logging
 import secrets
 import threading
@@ -301,7 +302,8 @@ class SnapshotStore:
     """Snapshots built by ``load(argument)``, one per tuple of scope keys; with
     ``apply``, a snapshot behind its scopes becomes ``apply(snapshot,
     argument, ids)`` -- ids of the rows changed since, as ``str`` -- instead
-    of a new load."""
+    of a new load. With ``freeze``, a full load ends with ``gc.freeze()``
+    (``_frozen``)."""
 
     def __init__(
         self,
@@ -309,11 +311,13 @@ class SnapshotStore:
         load: Callable[[Any], Any],
         max_entries: int | None = None,
         apply: Callable[[Any, Any, frozenset[str]], Any] | None = None,
+        freeze: bool = False,
     ):
         self.name = name
         self.load = load
         self.apply = apply
         self.max_entries = max_entries
+        self.freeze = freeze
         self._entries: OrderedDict[tuple, _Entry] = OrderedDict()
         self._lock = threading.Lock()
         self._loading: dict[tuple, threading.Lock] = {}
@@ -352,6 +356,8 @@ class SnapshotStore:
                 now = time.monotonic()
                 value = self.load(argument)
                 self._keep(keys, _Entry(signature, now, now, value))
+                if self.freeze:
+                    _frozen()
         return value
 
     def _current(self, keys: tuple[str, ...], signature: tuple) -> _Entry | None:
@@ -457,6 +463,23 @@ def _max_age() -> float:
 
 def _reload_age() -> float:
     return float(optional_setting("TUTOR_SNAPSHOT_RELOAD_AGE", SNAPSHOT_RELOAD_AGE_SECONDS))
+
+
+def _frozen() -> None:
+    """A course's snapshot is tens of thousands of objects (10k lessons: about
+    60k; 10k facts: about 130k) that live until it is replaced. Python's
+    cyclic collector walks every live object at each full collection: at
+    the bench's volumes 100–300 ms in whichever request it falls on, right
+    after a change as likely as anywhere. ``gc.freeze()`` moves what is
+    alive now out of its reach. A snapshot holds no reference cycle
+    (tests/tutor/test_snapshot_memory.py), so reference counting frees a
+    replaced one all the same; what else is frozen with it (the request's
+    own objects) is kept for good only if it is cyclic garbage -- once per
+    full load, which a change does not make (``apply``). Off with the
+    setting ``TUTOR_GC_FREEZE`` (the test suite, whose thousands of
+    loads would keep every test's garbage)."""
+    if optional_setting("TUTOR_GC_FREEZE", True):
+        gc.freeze()
 
 
 def _mark_stale(keys: Iterable[str]) -> None:
