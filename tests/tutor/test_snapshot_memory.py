@@ -1,13 +1,16 @@
 """A course's snapshots and Python's cyclic collector (``tutor.db.snapshots._frozen``):
-a full load ends with ``gc.freeze()``, so full collections stop walking its
-tens of thousands of objects; that is safe only because a snapshot holds no
-reference cycle -- reference counting alone frees a replaced one."""
+once a request that fully loaded one has finished, ``gc.freeze()``, so full
+collections stop walking its tens of thousands of objects; that is safe only
+because a snapshot holds no reference cycle -- reference counting alone frees
+a replaced one -- and because each freeze first collects what the last one kept."""
 
 from __future__ import annotations
 
 import gc
+import weakref
 
 import pytest
+from django.core.signals import request_finished
 
 from corrections.selectors.course_snapshot import COURSE_FACTS, corrections_scope_keys, course_facts_load
 from lessons.models import LessonStatus
@@ -20,6 +23,7 @@ from lessons.selectors.library import (
 )
 from tests.lessons.conftest import make_lesson
 from tutor.bench.corrections import bulk_facts
+from tutor.db import snapshots
 from tutor.db.snapshots import forget_all
 
 # Committed, as a deployment's rows are: a transaction that changed a scope reads it itself.
@@ -36,11 +40,18 @@ def library(course):
 
 
 @pytest.fixture
-def unfrozen():
+def unfrozen(monkeypatch):
     forget_all()
+    monkeypatch.setattr(snapshots, "_FREEZE", snapshots._Freeze())
+    gc.unfreeze()
     yield
     gc.unfreeze()
     forget_all()
+
+
+def finished() -> None:
+    """A request has finished (the signal a WSGI server's response close sends)."""
+    request_finished.send(sender=None)
 
 
 @pytest.mark.parametrize("load", [library_load, other_library_load, course_facts_load])
@@ -60,29 +71,72 @@ def test_a_course_snapshot_holds_no_reference_cycle(library, load):
         gc.enable()
 
 
-def test_a_full_load_freezes_and_a_change_applied_does_not(library, settings, unfrozen):
+def test_a_full_load_freezes_once_its_request_finished_and_a_change_applied_does_not(
+    library, settings, unfrozen
+):
     settings.TUTOR_GC_FREEZE = True
-    gc.unfreeze()
-    assert gc.get_freeze_count() == 0
 
     assert LIBRARIES.get(lessons_scope_keys(library.pk), library.pk) is not None
-    frozen = gc.get_freeze_count()
-    assert frozen > 0
+    assert gc.get_freeze_count() == 0  # not inside the request
+    finished()
+    assert gc.get_freeze_count() > 0
     gc.unfreeze()
 
     lesson = make_lesson(course=library, title="approved later", tags=["loops"])
     lessons_changed(library.pk, other=False, rows=[lesson.pk])  # committed: published at once
     applied = LIBRARIES.get(lessons_scope_keys(library.pk), library.pk)
+    finished()
     assert str(lesson.pk) in applied.by_id and gc.get_freeze_count() == 0
 
-    COURSE_FACTS.get(corrections_scope_keys(library.pk), library.pk)
+
+def test_freezes_come_at_most_once_a_minute_and_a_waiting_one_comes_later(
+    library, settings, unfrozen, monkeypatch
+):
+    settings.TUTOR_GC_FREEZE = True
+    clock = [1000.0]
+    monkeypatch.setattr(snapshots.time, "monotonic", lambda: clock[0])
+    LIBRARIES.get(lessons_scope_keys(library.pk), library.pk)
+    finished()
+    gc.unfreeze()
+
+    COURSE_FACTS.get(corrections_scope_keys(library.pk), library.pk)  # another full load, 10 s later
+    clock[0] += 10
+    finished()
+    assert gc.get_freeze_count() == 0
+    clock[0] += snapshots.GC_FREEZE_EVERY_SECONDS
+    finished()  # any request's end, once the minute is over
     assert gc.get_freeze_count() > 0
+
+
+def test_a_freeze_starts_by_collecting_what_an_earlier_one_kept(library, settings, unfrozen):
+    """Cyclic garbage frozen with a snapshot is not kept for good: the next
+    freeze unfreezes and collects first."""
+    settings.TUTOR_GC_FREEZE = True
+
+    class Node:
+        pass
+
+    kept = Node()
+    kept.self = kept
+    alive = weakref.ref(kept)
+    LIBRARIES.get(lessons_scope_keys(library.pk), library.pk)
+    finished()
+    del kept  # a cycle: frozen, reference counting cannot free it
+    gc.collect()
+    assert alive() is not None
+
+    snapshots._FREEZE.at -= snapshots.GC_FREEZE_EVERY_SECONDS
+    forget_all()
+    LIBRARIES.get(lessons_scope_keys(library.pk), library.pk)  # the next full load
+    finished()
+
+    assert alive() is None
 
 
 def test_without_the_setting_a_load_freezes_nothing(library, settings, unfrozen):
     settings.TUTOR_GC_FREEZE = False
-    gc.unfreeze()
 
     assert LIBRARIES.get(lessons_scope_keys(library.pk), library.pk) is not None
+    finished()
 
     assert gc.get_freeze_count() == 0

@@ -84,7 +84,9 @@ class InProcessDriver:
 
 @functools.cache
 def _handler() -> ClientHandler:
-    return ClientHandler(enforce_csrf_checks=False)
+    handler = ClientHandler(enforce_csrf_checks=False)
+    handler.load_middleware()  # now, not by the first of several threads sending at once
+    return handler
 
 
 class HttpDriver:

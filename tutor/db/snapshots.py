@@ -18,10 +18,11 @@ import time
 import uuid
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
+from django.core.signals import request_finished
 from django.db import DEFAULT_DB_ALIAS, DatabaseError, connections, transaction
 from django.db.models import Max, Q, Subquery
 from django.utils import timezone
@@ -302,8 +303,8 @@ class SnapshotStore:
     """Snapshots built by ``load(argument)``, one per tuple of scope keys; with
     ``apply``, a snapshot behind its scopes becomes ``apply(snapshot,
     argument, ids)`` -- ids of the rows changed since, as ``str`` -- instead
-    of a new load. With ``freeze``, a full load ends with ``gc.freeze()``
-    (``_frozen``)."""
+    of a new load. With ``freeze``, a full load asks for ``gc.freeze()``
+    once its request has finished (``_frozen``)."""
 
     def __init__(
         self,
@@ -470,16 +471,49 @@ def _frozen() -> None:
     60k; 10k facts: about 130k) that live until it is replaced. Python's
     cyclic collector walks every live object at each full collection: at
     the bench's volumes 100–300 ms in whichever request it falls on, right
-    after a change as likely as anywhere. ``gc.freeze()`` moves what is
-    alive now out of its reach. A snapshot holds no reference cycle
-    (tests/tutor/test_snapshot_memory.py), so reference counting frees a
-    replaced one all the same; what else is frozen with it (the request's
-    own objects) is kept for good only if it is cyclic garbage -- once per
-    full load, which a change does not make (``apply``). Off with the
-    setting ``TUTOR_GC_FREEZE`` (the test suite, whose thousands of
-    loads would keep every test's garbage)."""
+    after a change as likely as anywhere. So a full load asks for a freeze
+    (``_freeze_after_request``): what is alive then is moved out of the
+    collector's reach. Off with the setting ``TUTOR_GC_FREEZE`` (the suite)."""
     if optional_setting("TUTOR_GC_FREEZE", True):
-        gc.freeze()
+        _FREEZE.pending = True
+
+
+@dataclass
+class _Freeze:
+    pending: bool = False
+    at: float | None = None  # of the last freeze (monotonic)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+
+_FREEZE = _Freeze()
+# At most one freeze a minute: each walks every object once.
+GC_FREEZE_EVERY_SECONDS = 60.0
+
+
+def _freeze_after_request(**kwargs) -> None:
+    """Once a request that loaded a snapshot has finished (its objects let
+    go; under gunicorn, its response sent): unfreeze, collect, freeze. A
+    frozen object is still freed by reference counting, and a snapshot
+    holds no reference cycle (tests/tutor/test_snapshot_memory.py), so a
+    replaced one goes as before; cyclic garbage frozen with it (another
+    thread's request, say) is collected at the next freeze, which starts by
+    unfreezing -- nothing is kept for good. That full pass costs what the
+    freeze saves, once per full load (a change does not make one: it is
+    applied), not once in a while in any request."""
+    state = _FREEZE
+    if not state.pending:
+        return
+    now = time.monotonic()
+    with state.lock:
+        if not state.pending or (state.at is not None and now - state.at < GC_FREEZE_EVERY_SECONDS):
+            return
+        state.pending, state.at = False, now
+    gc.unfreeze()
+    gc.collect()
+    gc.freeze()
+
+
+request_finished.connect(_freeze_after_request, dispatch_uid="tutor.db.snapshots.freeze")
 
 
 def _mark_stale(keys: Iterable[str]) -> None:
