@@ -9,9 +9,9 @@ import uuid
 from datetime import timedelta
 
 import pytest
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import DateField, FloatField, Value
-from django.test.utils import isolate_apps
+from django.test.utils import CaptureQueriesContext, isolate_apps
 from django.utils import timezone
 
 from feedback.models import AttemptStatus, Submission
@@ -743,3 +743,33 @@ def test_rows_the_database_completes_are_refused():
     with pytest.raises(PreparationError, match="parent"):
         PreparedInsert(Child)
     assert PreparedInsert(Parent).fields == ()
+
+
+def test_an_insert_ignoring_conflicts_is_bulk_creates_and_skips_what_a_unique_constraint_holds(course):
+    from django.db.models.signals import post_save
+
+    from lessons.models import SkillCandidate
+    from tests.lessons.conftest import make_lesson
+
+    held, new = make_lesson(course=course), make_lesson(course=course)
+    SkillCandidate.objects.create(lesson=held, hit_count=3, status="dismissed")
+    sent = []
+
+    def receiver(**kwargs):
+        sent.append(kwargs)
+
+    post_save.connect(receiver, sender=SkillCandidate)
+    try:
+        with CaptureQueriesContext(connection) as captured:
+            prepared_insert(SkillCandidate).insert_ignoring(
+                [SkillCandidate(lesson=held, hit_count=9), SkillCandidate(lesson=new, hit_count=4)], "default"
+            )
+    finally:
+        post_save.disconnect(receiver, sender=SkillCandidate)
+
+    with CaptureQueriesContext(connection) as orm:
+        SkillCandidate.objects.bulk_create([SkillCandidate(lesson=held, hit_count=9)], ignore_conflicts=True)
+    head = captured.captured_queries[0]["sql"].removeprefix("2 times: ").split(" VALUES")[0]
+    assert head == orm.captured_queries[0]["sql"].split(" VALUES")[0]  # (an executemany of two rows)
+    candidates = dict(SkillCandidate.objects.values_list("lesson_id", "hit_count"))
+    assert candidates == {held.pk: 3, new.pk: 4} and sent == []

@@ -117,7 +117,7 @@ def counts_run(counts, *, using: str) -> None:
                 setattr(obj, count.then_field, value)
                 due.append(obj)
         if due:
-            type(due[0])._base_manager.using(using).bulk_create(due, ignore_conflicts=True)
+            prepared_insert(type(due[0])).insert_ignoring(due, using=using)
 
 
 def _count_parts(counts, using: str) -> tuple[list[str], list]:

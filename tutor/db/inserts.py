@@ -5,6 +5,7 @@ trace, the detection outbox. Details: docs/architecture.md, Precompiled statemen
 from __future__ import annotations
 
 from django.db import connections, models, router, transaction
+from django.db.models.constants import OnConflict
 from django.db.models.signals import post_save, pre_save
 from django.db.models.sql import InsertQuery
 
@@ -41,19 +42,32 @@ class PreparedInsert:
             raise PreparationError(f"{opts.label}: the database fills {[f.name for f in filled]}")
         self.model = model
         self.fields = tuple(field for field in opts.local_concrete_fields if field is not opts.auto_field)
-        self._sql: dict[str, str] = {}
+        self._sql: dict[tuple, str] = {}
 
-    def sql(self, using: str) -> str:
-        """The ORM's INSERT of one row of ``fields`` on database ``using``."""
-        sql = self._sql.get(using)
+    def sql(self, using: str, ignore_conflicts: bool = False) -> str:
+        """The ORM's INSERT of one row of ``fields`` on database ``using`` (with
+        ``ignore_conflicts``, the ORM's own form that skips a row a unique
+        constraint already holds, as ``bulk_create`` writes it)."""
+        sql = self._sql.get((using, ignore_conflicts))
         if sql is None:
-            query = InsertQuery(self.model)
+            query = InsertQuery(self.model, on_conflict=OnConflict.IGNORE if ignore_conflicts else None)
             query.insert_values(list(self.fields), [self.model()])
             [(sql, params)] = query.get_compiler(using=using).as_sql()
             if len(params) != len(self.fields) or sql.count("%s") != len(self.fields):
                 raise PreparationError(f"{self.model._meta.label}: an insert that is not one value per field")
-            self._sql[using] = sql
+            self._sql[(using, ignore_conflicts)] = sql
         return sql
+
+    def insert_ignoring(self, objs: list[models.Model], using: str) -> None:
+        """Insert ``objs`` but those a unique constraint already holds a row
+        for: ``bulk_create(objs, ignore_conflicts=True)``, compiled once -- as
+        it, no signals, and which rows were written is not known."""
+        if not objs:
+            return
+        connection = connections[using]
+        rows = [self.params(obj, connection) for obj in objs]
+        with transaction.mark_for_rollback_on_error(using=using), connection.cursor() as cursor:
+            cursor.executemany(self.sql(using, ignore_conflicts=True), rows)
 
     def params(self, obj, connection) -> list:
         """The values of ``obj``'s row as the INSERT sends them (each field's
