@@ -59,6 +59,7 @@ OTHER_LESSONS_SCOPE = "lessons_other"  # the scope's lessons in every status but
 # Tag sets of tasks whose candidates one snapshot remembers (a task's tags are fixed).
 TAG_MEMO_SIZE = 512
 # Contexts (tags, symptoms found, day) whose floor lines one snapshot remembers.
+RECALL_MEMO_SIZE = 32
 BELOW_MEMO_SIZE = 32
 
 
@@ -97,6 +98,8 @@ class Library:
     # Floor lines per context (its symptoms vary with the texts): a memo of their own,
     # so that they never push out the tag candidates (each entry: up to max_lines lines).
     _below_memo: dict = field(default_factory=dict)
+    # Recall results per context (``library_recall``): shared, never changed by a reader.
+    _recall_memo: dict = field(default_factory=dict)
     _memo_lock: threading.Lock = field(default_factory=threading.Lock)
 
     def _kept(self, memo: dict, size: int, key, make):
@@ -311,24 +314,34 @@ def library_recall(
                 found.add(phrase)
                 for row in lessons:
                     candidates[row.rank_key] = row
-    symptoms = tuple(sorted(found))
-    if params.reach <= 0:  # every lesson can reach the floor
-        rows: tuple[LessonRow, ...] | list[LessonRow] = library.rows
-        if others is not None:
-            # By id: a lesson that moved between the two snapshots' loads is read once.
-            rows = list({row.id: row for row in (*library.rows, *others.rows)}.values())
-    else:
-        need = tag_reach(params.w_tag / len(query.tags), params.reach - SQL_SLACK) if query.tags else 0
-        if 1 <= need <= len(query.tags):
-            for row in library.tag_candidates(query.tags, need):
-                candidates[row.rank_key] = row
-        if others is not None:
-            for row in first_filtered(library, others, today, params.max_lines):
-                candidates.setdefault(row.rank_key, row)
-        rows = list(candidates.values())
-    ctx = RecallContext(tags=query.tags, symptoms=symptoms, today=today)
-    below = library.below_reach(ctx, params) if lines and others is not None and params.reach > 0 else ()
-    return recall(rows, None, ctx, params, lines=lines, below=below)
+    ctx = RecallContext(tags=query.tags, symptoms=tuple(sorted(found)), today=today)
+
+    def make():
+        if params.reach <= 0:  # every lesson can reach the floor
+            rows: tuple[LessonRow, ...] | list[LessonRow] = library.rows
+            if others is not None:
+                # By id: a lesson that moved between the two snapshots' loads is read once.
+                rows = list({row.id: row for row in (*library.rows, *others.rows)}.values())
+        else:
+            need = tag_reach(params.w_tag / len(query.tags), params.reach - SQL_SLACK) if query.tags else 0
+            if 1 <= need <= len(query.tags):
+                for row in library.tag_candidates(query.tags, need):
+                    candidates[row.rank_key] = row
+            if others is not None:
+                for row in first_filtered(library, others, today, params.max_lines):
+                    candidates.setdefault(row.rank_key, row)
+            rows = list(candidates.values())
+        below = library.below_reach(ctx, params) if lines and others is not None and params.reach > 0 else ()
+        return others, recall(rows, None, ctx, params, lines=lines, below=below)
+
+    # The lessons a context finds are the same on every request with the same tags,
+    # symptoms, day and settings, of these two snapshots: worked out once (a send's
+    # trace lines are most of a send's recall).
+    key = (ctx, params, lines, id(others))
+    kept_others, result = library._kept(library._recall_memo, RECALL_MEMO_SIZE, key, make)
+    if kept_others is not others:  # an id of a snapshot gone, reused
+        kept_others, result = make()
+    return result
 
 
 def scope_totals(library: Library, others: Library, today: date) -> Totals:

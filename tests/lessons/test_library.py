@@ -792,3 +792,22 @@ def test_a_trace_lists_the_floor_below_reach_in_rank_order_as_the_statement_does
     # The snapshot works a context's floor lines out once.
     ctx = snapshot.context
     assert library.below_reach(ctx, params) is library.below_reach(ctx, params)
+
+
+@pytest.mark.django_db
+def test_a_contexts_recall_is_worked_out_once_per_snapshot_context_and_day(course):
+    make_lesson(course=course, tags=["loops"], symptoms=["index out of range"])
+    library, others = library_load(course.pk), other_library_load(course.pk)
+    params, today = RecallParams.from_settings(), timezone.localdate()
+
+    def recall(text, day=today, other_snapshot=others):
+        return library_recall(
+            library, tags=["loops"], texts=[text], today=day, params=params, others=other_snapshot, lines=True
+        )
+
+    first = recall("the index out of range again")
+    assert [s.row.title for s in first.recalled] and first.lines
+    assert recall("Index out of range, again!") is first  # the same symptom found
+    assert recall("something else") is not first
+    assert recall("the index out of range again", day=today + timedelta(days=1)) is not first
+    assert recall("the index out of range again", other_snapshot=other_library_load(course.pk)) is not first
