@@ -148,9 +148,6 @@ def _count_parts(counts, using: str) -> tuple[list[str], list]:
         pk_column, count_column = quote(opts.pk.column), quote(opts.get_field(count.counter).column)
         for k, (pk, obj) in enumerate(count.then.items()):
             insert = prepared_insert(type(obj))
-            match = _VALUES.match(insert.sql(using))
-            if match is None:
-                raise ValueError(f"not a one-row INSERT of plain values: {insert.model._meta.label}")
             values = []
             for field_, value in zip(insert.fields, insert.params(obj, connection), strict=True):
                 if field_.attname == count.then_field:
@@ -159,7 +156,7 @@ def _count_parts(counts, using: str) -> tuple[list[str], list]:
                     values.append("%s")
                     params.append(value)
             parts.append(
-                f"{quote(f'then_{n}_{k}')} AS ({match['head']} SELECT {', '.join(values)} "  # noqa: S608
+                f"{quote(f'then_{n}_{k}')} AS ({insert_head(insert, using)} SELECT {', '.join(values)} "  # noqa: S608
                 f"FROM {name} WHERE {name}.{pk_column} = %s AND {name}.{count_column} >= %s "
                 "ON CONFLICT DO NOTHING)"
             )
@@ -175,6 +172,15 @@ def insert_in_order(objs, *, using: str) -> None:
         prepared_insert(model).create_many(list(group), using=using)
 
 
+def insert_head(insert: PreparedInsert, using: str) -> str:
+    """``INSERT INTO table (columns)`` of ``insert``'s SQL, to be followed by a
+    SELECT of its values (the parts of a guarded write's one statement)."""
+    match = _VALUES.match(insert.sql(using))
+    if match is None:  # PreparedInsert.sql refuses any other shape already
+        raise ValueError(f"not a one-row INSERT of plain values: {insert.model._meta.label}")
+    return match["head"]
+
+
 def statement_sql(guard_sql: str, returning: str, rows: list[Row], using: str, counts=()) -> str:
     """The one statement of a guarded write on PostgreSQL: ``guard_sql`` (an
     UPDATE … RETURNING the column ``returning``) as a CTE, each row's INSERT
@@ -186,13 +192,10 @@ def statement_sql(guard_sql: str, returning: str, rows: list[Row], using: str, c
     guard = quote(GUARD)
     parts = [f"{guard} AS ({guard_sql})"]
     for n, row in enumerate(rows):
-        match = _VALUES.match(row.insert.sql(using))
-        if match is None:  # PreparedInsert.sql refuses any other shape already
-            raise ValueError(f"not a one-row INSERT of plain values: {row.insert.model._meta.label}")
         values = [
             f"{guard}.{quote(returning)}" if f.attname in row.from_guard else "%s" for f in row.insert.fields
         ]
-        insert = f"{match['head']} SELECT {', '.join(values)} FROM {guard}"  # noqa: S608 -- the ORM's SQL
+        insert = f"{insert_head(row.insert, using)} SELECT {', '.join(values)} FROM {guard}"  # noqa: S608
         parts.append(f"{quote(f'row_{n}')} AS ({insert})")
     parts.extend(counts)
     # Identifiers come from model metadata, values are parameters.
