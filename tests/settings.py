@@ -22,6 +22,6 @@ CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"
 # (tests/worker) switch to the real broker while their worker process runs.
 CELERY_TASK_ALWAYS_EAGER = True
 
-# A course snapshot's full load ends with gc.freeze() (tutor.db.snapshots._frozen):
+# A course snapshot's full load ends with gc.freeze() (tutor.db.freezing):
 # in the suite, thousands of loads would keep every test's cyclic garbage.
 TUTOR_GC_FREEZE = False

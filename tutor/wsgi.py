@@ -22,7 +22,7 @@ require_web_settings()
 
 # What start-up built (modules, settings, URL patterns, the middleware) lives as
 # long as the process: out of the cyclic collector's full passes, as a course's
-# snapshots are once loaded (tutor.db.snapshots._frozen; setting TUTOR_GC_FREEZE).
+# snapshots are once loaded (tutor.db.freezing; setting TUTOR_GC_FREEZE).
 if optional_setting("TUTOR_GC_FREEZE", True):
     gc.collect()
     gc.freeze()

@@ -1,4 +1,4 @@
-"""A course's snapshots and Python's cyclic collector (``tutor.db.snapshots._frozen``):
+"""A course's snapshots and Python's cyclic collector (``tutor.db.freezing``):
 once a request that fully loaded one has finished, ``gc.freeze()``, so full
 collections stop walking its tens of thousands of objects; that is safe only
 because a snapshot holds no reference cycle -- reference counting alone frees
@@ -23,7 +23,7 @@ from lessons.selectors.library import (
 )
 from tests.lessons.conftest import make_lesson
 from tutor.bench.corrections import bulk_facts
-from tutor.db import snapshots
+from tutor.db import freezing
 from tutor.db.snapshots import forget_all
 
 # Committed, as a deployment's rows are: a transaction that changed a scope reads it itself.
@@ -42,7 +42,7 @@ def library(course):
 @pytest.fixture
 def unfrozen(monkeypatch):
     forget_all()
-    monkeypatch.setattr(snapshots, "_FREEZE", snapshots._Freeze())
+    monkeypatch.setattr(freezing, "_FREEZE", freezing._Freeze())
     gc.unfreeze()
     yield
     gc.unfreeze()
@@ -94,7 +94,7 @@ def test_freezes_come_at_most_once_a_minute_and_a_waiting_one_comes_later(
 ):
     settings.TUTOR_GC_FREEZE = True
     clock = [1000.0]
-    monkeypatch.setattr(snapshots.time, "monotonic", lambda: clock[0])
+    monkeypatch.setattr(freezing.time, "monotonic", lambda: clock[0])
     LIBRARIES.get(lessons_scope_keys(library.pk), library.pk)
     finished()
     gc.unfreeze()
@@ -103,7 +103,7 @@ def test_freezes_come_at_most_once_a_minute_and_a_waiting_one_comes_later(
     clock[0] += 10
     finished()
     assert gc.get_freeze_count() == 0
-    clock[0] += snapshots.GC_FREEZE_EVERY_SECONDS
+    clock[0] += freezing.GC_FREEZE_EVERY_SECONDS
     finished()  # any request's end, once the minute is over
     assert gc.get_freeze_count() > 0
 
@@ -125,7 +125,7 @@ def test_a_freeze_starts_by_collecting_what_an_earlier_one_kept(library, setting
     gc.collect()
     assert alive() is not None
 
-    snapshots._FREEZE.at -= snapshots.GC_FREEZE_EVERY_SECONDS
+    freezing._FREEZE.at -= freezing.GC_FREEZE_EVERY_SECONDS
     forget_all()
     LIBRARIES.get(lessons_scope_keys(library.pk), library.pk)  # the next full load
     finished()

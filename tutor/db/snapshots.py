@@ -10,7 +10,6 @@ docs/architecture.md, Snapshots.
 from __future__ import annotations
 
 import functools
-import gc
 import logging
 import secrets
 import threading
@@ -18,15 +17,15 @@ import time
 import uuid
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
-from django.core.signals import request_finished
 from django.db import DEFAULT_DB_ALIAS, DatabaseError, connections, transaction
 from django.db.models import Max, Q, Subquery
 from django.utils import timezone
 
+from tutor.db.freezing import freeze_after_request
 from tutor.db.prepared import PreparedQuery
 from tutor.kernel.conf import optional_setting
 from tutor.models import ScopeChange, ScopeVersion
@@ -304,7 +303,7 @@ class SnapshotStore:
     ``apply``, a snapshot behind its scopes becomes ``apply(snapshot,
     argument, ids)`` -- ids of the rows changed since, as ``str`` -- instead
     of a new load. With ``freeze``, a full load asks for ``gc.freeze()``
-    once its request has finished (``_frozen``)."""
+    once its request has finished (``tutor.db.freezing``)."""
 
     def __init__(
         self,
@@ -358,7 +357,7 @@ class SnapshotStore:
                 value = self.load(argument)
                 self._keep(keys, _Entry(signature, now, now, value))
                 if self.freeze:
-                    _frozen()
+                    freeze_after_request()
         return value
 
     def _current(self, keys: tuple[str, ...], signature: tuple) -> _Entry | None:
@@ -464,56 +463,6 @@ def _max_age() -> float:
 
 def _reload_age() -> float:
     return float(optional_setting("TUTOR_SNAPSHOT_RELOAD_AGE", SNAPSHOT_RELOAD_AGE_SECONDS))
-
-
-def _frozen() -> None:
-    """A course's snapshot is tens of thousands of objects (10k lessons: about
-    60k; 10k facts: about 130k) that live until it is replaced. Python's
-    cyclic collector walks every live object at each full collection: at
-    the bench's volumes 100–300 ms in whichever request it falls on, right
-    after a change as likely as anywhere. So a full load asks for a freeze
-    (``_freeze_after_request``): what is alive then is moved out of the
-    collector's reach. Off with the setting ``TUTOR_GC_FREEZE`` (the suite)."""
-    if optional_setting("TUTOR_GC_FREEZE", True):
-        _FREEZE.pending = True
-
-
-@dataclass
-class _Freeze:
-    pending: bool = False
-    at: float | None = None  # of the last freeze (monotonic)
-    lock: threading.Lock = field(default_factory=threading.Lock)
-
-
-_FREEZE = _Freeze()
-# At most one freeze a minute: each walks every object once.
-GC_FREEZE_EVERY_SECONDS = 60.0
-
-
-def _freeze_after_request(**kwargs) -> None:
-    """Once a request that loaded a snapshot has finished (its objects let
-    go; under gunicorn, its response sent): unfreeze, collect, freeze. A
-    frozen object is still freed by reference counting, and a snapshot
-    holds no reference cycle (tests/tutor/test_snapshot_memory.py), so a
-    replaced one goes as before; cyclic garbage frozen with it (another
-    thread's request, say) is collected at the next freeze, which starts by
-    unfreezing -- nothing is kept for good. That full pass costs what the
-    freeze saves, once per full load (a change does not make one: it is
-    applied), not once in a while in any request."""
-    state = _FREEZE
-    if not state.pending:
-        return
-    now = time.monotonic()
-    with state.lock:
-        if not state.pending or (state.at is not None and now - state.at < GC_FREEZE_EVERY_SECONDS):
-            return
-        state.pending, state.at = False, now
-    gc.unfreeze()
-    gc.collect()
-    gc.freeze()
-
-
-request_finished.connect(_freeze_after_request, dispatch_uid="tutor.db.snapshots.freeze")
 
 
 def _mark_stale(keys: Iterable[str]) -> None:

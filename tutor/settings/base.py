@@ -123,7 +123,7 @@ TUTOR_SNAPSHOT_MAX_AGE = env_int("TUTOR_SNAPSHOT_MAX_AGE", 300)
 # the bound on staleness should a publication be lost; before it, it applies the rows changed.
 TUTOR_SNAPSHOT_RELOAD_AGE = env_int("TUTOR_SNAPSHOT_RELOAD_AGE", 3600)
 # Long-lived objects (start-up's, a course snapshot's once loaded) are frozen out of Python's
-# cyclic collector's full passes (tutor.db.snapshots._frozen, tutor/wsgi.py).
+# cyclic collector's full passes (tutor.db.freezing, tutor/wsgi.py).
 TUTOR_GC_FREEZE = env_bool("TUTOR_GC_FREEZE", True)
 # PostgreSQL: the hot path's precompiled queries run as server-side prepared
 # statements (tutor.db.statements); off for a pooler that cannot keep them.
